@@ -1,0 +1,7 @@
+"""``python -m metricbridge``."""
+
+import sys
+
+from metricbridge.cli import main
+
+sys.exit(main())

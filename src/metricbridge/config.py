@@ -1,0 +1,312 @@
+"""Rules files: YAML in, a validated frozen ``Config`` out, every issue reported at once.
+
+The shape mirrors the YAML; defaults are declared once, on the dataclasses. Cross-field and
+cross-rule checks live in ``config_checks``; compiling for the hot path lives in ``rules``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass, field
+from enum import StrEnum
+from importlib import resources
+from pathlib import Path
+from typing import TypeVar
+
+import yaml
+
+from metricbridge.errors import ConfigError, ConfigIssue
+from metricbridge.exposition_reader import Verify
+from metricbridge.model import MetricType
+from metricbridge.sample_line import LABEL_NAME, METRIC_NAME
+from metricbridge.yaml_nodes import Issues, boolean, compose, mapping, number, sequence, string, string_map, strings
+
+DEFAULT_CONFIG_NAME = "aliases.yaml"
+_TEMPLATE_FIELD = re.compile(r"\{([a-z_]+)\}")
+
+
+class Disposition(StrEnum):
+    """How a contract row is honoured; see docs/configuration.md."""
+
+    NATIVE = "native"  # the engine emits it under the contract name
+    ALIAS = "alias"  # same meaning, other name
+    SCALE = "scale"  # same meaning, other unit
+    SELECT = "select"  # one labelled slice of a family becomes its own family
+    RELABEL = "relabel"  # labels rewritten
+    DROP = "drop"  # the family is not served
+    ENGINE = "engine"  # needs instrumentation inside the engine
+    STRUCTURAL = "structural"  # never emitted, by contract
+
+
+class RelabelAction(StrEnum):
+    """Prometheus relabel actions that make sense for one exposition's series."""
+
+    REPLACE = "replace"
+    KEEP = "keep"
+    DROP = "drop"
+    LABELMAP = "labelmap"
+    LABELDROP = "labeldrop"
+    LABELKEEP = "labelkeep"
+
+
+class IdlePolicy(StrEnum):
+    """What an idle engine's gauge is served as."""
+
+    ZERO = "zero"
+    PASS = "pass"
+
+
+@dataclass(frozen=True, slots=True)
+class RelabelConfig:
+    """One Prometheus-style relabel step, with Prometheus' defaults."""
+
+    line: int
+    action: RelabelAction = RelabelAction.REPLACE
+    source_labels: tuple[str, ...] = ()
+    separator: str = ";"
+    regex: str = "(.*)"
+    target_label: str | None = None
+    replacement: str = "$1"
+
+
+@dataclass(frozen=True, slots=True)
+class WarmZero:
+    """Which series a warm-zero family must have before the engine's first event."""
+
+    labels_from: str | None = None  # a family present from start-up whose label sets are inherited
+    keep_labels: tuple[str, ...] | None = None  # inherit only these labels
+    drop_labels: tuple[str, ...] = ()
+    defaults: dict[str, str] = field(default_factory=dict)  # when the reference lacks the label
+    values: dict[str, tuple[str, ...]] = field(default_factory=dict)  # one series per value
+    set: dict[str, str] = field(default_factory=dict)  # fixed label values
+    buckets: tuple[float, ...] | None = None  # histogram bucket bounds, +Inf implied
+
+
+@dataclass(frozen=True, slots=True)
+class FamilyRule:
+    """One metric row of the contract and how the bridge honours it."""
+
+    name: str
+    line: int
+    disposition: Disposition
+    type: MetricType = MetricType.UNKNOWN  # unknown: an engine row whose type the engine decides
+    source: str | None = None
+    keep_source: bool = True
+    factor: float | None = None
+    match: dict[str, str] = field(default_factory=dict)
+    relabel: tuple[RelabelConfig, ...] = ()
+    help: str | None = None
+    unit: str | None = None
+    note: str | None = None
+    branches: tuple[str, ...] = ()
+    warm_zero: WarmZero | None = None
+    idle: IdlePolicy | None = None
+
+    @property
+    def input_name(self) -> str:
+        """The upstream family the rule reads."""
+        return self.source or self.name
+
+
+@dataclass(frozen=True, slots=True)
+class ContractItem:
+    """A contract row that is not a metric family (log schema, traces, ...)."""
+
+    name: str
+    line: int
+    disposition: str
+    note: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """A whole rules file."""
+
+    source: str
+    families: tuple[FamilyRule, ...] = ()
+    items: tuple[ContractItem, ...] = ()
+    validation: Verify = Verify.STRUCTURE
+
+
+_RULE_KEYS = {
+    "disposition", "type", "source", "keep_source", "factor", "match", "relabel", "help", "unit",
+    "note", "branches", "warm_zero", "idle", "template",
+}  # fmt: skip
+_RELABEL_KEYS = {"action", "source_labels", "separator", "regex", "target_label", "replacement"}
+_WARM_KEYS = {"labels_from", "keep_labels", "drop_labels", "defaults", "values", "set", "buckets"}
+
+
+_E = TypeVar("_E", bound=StrEnum)
+
+
+def _enum(kind: type[_E], node: yaml.Node, path: str, issues: Issues) -> _E | None:
+    text = string(node, path, issues)
+    if text is None:
+        return None
+    try:
+        return kind(text)
+    except ValueError:
+        choices = "|".join(member.value for member in kind)
+        issues.add(node, path, f"unknown value {text!r} (expected {choices})")
+        return None
+
+
+def _relabel(node: yaml.Node, path: str, issues: Issues) -> RelabelConfig | None:
+    entries = mapping(node, path, issues, _RELABEL_KEYS)
+    values: dict[str, object] = {}
+    for key, (_, value_node) in entries.items():
+        sub = f"{path}.{key}"
+        if key == "action":
+            values[key] = _enum(RelabelAction, value_node, sub, issues)
+        elif key == "source_labels":
+            values[key] = strings(value_node, sub, issues)
+        else:
+            values[key] = string(value_node, sub, issues)
+    if any(value is None for value in values.values()):
+        return None
+    return RelabelConfig(line=node.start_mark.line + 1, **values)  # type: ignore[arg-type]
+
+
+def _warm_zero(node: yaml.Node, path: str, issues: Issues) -> WarmZero | None:
+    entries = mapping(node, path, issues, _WARM_KEYS)
+    out: dict[str, object] = {}
+    for key, (_, value_node) in entries.items():
+        sub = f"{path}.{key}"
+        if key == "labels_from":
+            out[key] = string(value_node, sub, issues)
+        elif key in ("keep_labels", "drop_labels"):
+            out[key] = strings(value_node, sub, issues)
+        elif key in ("defaults", "set"):
+            out[key] = string_map(value_node, sub, issues, key_pattern=LABEL_NAME)
+        elif key == "values":
+            out[key] = {
+                label: strings(values, f"{sub}.{label}", issues)
+                for label, (_, values) in mapping(value_node, sub, issues).items()
+            }
+        else:
+            bounds = (number(item, f"{sub}[{i}]", issues) for i, item in enumerate(sequence(value_node, sub, issues)))
+            out[key] = tuple(bound for bound in bounds if bound is not None)
+    return WarmZero(**out)  # type: ignore[arg-type]
+
+
+def _rule_fields(entries: dict[str, tuple[yaml.Node, yaml.Node]], path: str, issues: Issues) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for key, (_, value_node) in entries.items():
+        sub = f"{path}.{key}"
+        if key == "disposition":
+            out[key] = _enum(Disposition, value_node, sub, issues)
+        elif key == "type":
+            out[key] = _enum(MetricType, value_node, sub, issues)
+        elif key == "idle":
+            out[key] = _enum(IdlePolicy, value_node, sub, issues)
+        elif key == "keep_source":
+            out[key] = boolean(value_node, sub, issues)
+        elif key == "factor":
+            out[key] = number(value_node, sub, issues)
+        elif key == "match":
+            out[key] = string_map(value_node, sub, issues, key_pattern=LABEL_NAME)
+        elif key == "relabel":
+            items = sequence(value_node, sub, issues)
+            out[key] = tuple(_relabel(item, f"{sub}[{i}]", issues) for i, item in enumerate(items))
+        elif key == "branches":
+            out[key] = strings(value_node, sub, issues)
+        elif key == "warm_zero":
+            out[key] = _warm_zero(value_node, sub, issues)
+        elif key != "template":
+            out[key] = string(value_node, sub, issues)
+    return out
+
+
+def _expand(name: str, entries: dict[str, tuple[yaml.Node, yaml.Node]], path: str, issues: Issues) -> list[str]:
+    """Concrete names of a templated row such as ``sglang:{stage}_batch_size``."""
+    fields = _TEMPLATE_FIELD.findall(name)
+    if "template" not in entries:
+        if fields:
+            issues.add(None, path, f"name uses {{{fields[0]}}} but the rule has no 'template'")
+            return []
+        return [name]
+    key_node, value_node = entries["template"]
+    values = {f: strings(v, f"{path}.template.{f}", issues) for f, (_, v) in mapping(value_node, f"{path}.template", issues).items()}
+    if set(values) != set(fields):
+        issues.add(key_node, f"{path}.template", f"template fields {sorted(values)} do not match the name's {sorted(fields)}")
+        return []
+    combos = itertools.product(*(values[f] for f in fields))
+    return [_TEMPLATE_FIELD.sub(lambda m, c=dict(zip(fields, combo, strict=True)): c[m.group(1)], name) for combo in combos]
+
+
+def _families(node: yaml.Node, issues: Issues) -> list[FamilyRule]:
+    rules: list[FamilyRule] = []
+    for name, (key_node, value_node) in mapping(node, "families", issues).items():
+        path = f"families.{name}"
+        entries = mapping(value_node, path, issues, _RULE_KEYS)
+        fields = _rule_fields(entries, path, issues)
+        if "disposition" not in entries:
+            issues.add(key_node, path, "missing required field 'disposition'")
+        if any(value is None for value in fields.values()) or "disposition" not in fields:
+            continue
+        for concrete in _expand(name, entries, path, issues):
+            if not METRIC_NAME.fullmatch(concrete):
+                issues.add(key_node, path, f"invalid metric family name {concrete!r}")
+                continue
+            rules.append(FamilyRule(name=concrete, line=key_node.start_mark.line + 1, **fields))  # type: ignore[arg-type]
+    return rules
+
+
+def _items(node: yaml.Node, issues: Issues) -> list[ContractItem]:
+    items = []
+    for name, (key_node, value_node) in mapping(node, "items", issues).items():
+        path = f"items.{name}"
+        entries = mapping(value_node, path, issues, {"disposition", "note"})
+        disposition = string(entries["disposition"][1], f"{path}.disposition", issues) if "disposition" in entries else None
+        note = string(entries["note"][1], f"{path}.note", issues) if "note" in entries else None
+        if disposition is None:
+            if "disposition" not in entries:
+                issues.add(key_node, path, "missing required field 'disposition'")
+            continue
+        items.append(ContractItem(name, key_node.start_mark.line + 1, disposition, note))
+    return items
+
+
+def parse_config(text: str, source: str) -> Config:
+    """Parse and validate a rules file; raise ``ConfigError`` listing every issue."""
+    from metricbridge.config_checks import check_config  # noqa: PLC0415 - checks import Config
+
+    issues = Issues(source)
+    root = compose(text, issues)
+    if root is None:
+        if not issues.items:
+            issues.add(None, "", "the file is empty")
+        raise ConfigError(issues.items)
+    top = mapping(root, "", issues, {"version", "validation", "families", "items"})
+    if "version" not in top:
+        issues.add(root, "version", "missing required field 'version' (this release reads version 1)")
+    elif (version := number(top["version"][1], "version", issues)) is not None and version != 1:
+        issues.add(top["version"][1], "version", f"unsupported version {version:g} (this release reads 1)")
+    validation = Verify.STRUCTURE
+    if "validation" in top:
+        validation = _enum(Verify, top["validation"][1], "validation", issues) or validation
+    families = _families(top["families"][1], issues) if "families" in top else []
+    items = _items(top["items"][1], issues) if "items" in top else []
+    config = Config(source, tuple(families), tuple(items), validation)
+    check_config(config, issues)
+    if issues.items:
+        raise ConfigError(issues.items)
+    return config
+
+
+def load_config(path: Path | None = None) -> Config:
+    """Load a rules file, or the shipped default contract when ``path`` is None."""
+    if path is None:
+        text = resources.files("metricbridge.data").joinpath(DEFAULT_CONFIG_NAME).read_text("utf-8")
+        return parse_config(text, f"<default {DEFAULT_CONFIG_NAME}>")
+    try:
+        text = path.read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError([_io_issue(str(path), exc)]) from exc
+    return parse_config(text, str(path))
+
+
+def _io_issue(source: str, exc: Exception) -> ConfigIssue:
+    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    return ConfigIssue(source, None, "", f"cannot read: {reason}")

@@ -1,0 +1,356 @@
+"""Split an exposition into families, vouching for untouched bytes without parsing them.
+
+The hot path rests on one observation: almost every family the engine serves passes through
+the bridge unchanged, and prometheus_client writes each family as ``# HELP``, ``# TYPE``, then
+lines that all start with the family's own sample names. So the reader finds the comment lines
+(a few per family, located with ``bytes.find``), and proves each block of sample lines belongs
+to its family by counting line prefixes with ``bytes.count``, both in C. A block that passes is
+kept as bytes (``RawFamily``); anything else is parsed line by line (``Family``), which is also
+what a rule that must look inside a family gets (``parse_family``).
+
+What the fast path does not check inside a vouched-for block: that each value is a number and
+that no series repeats. ``Verify.FULL`` parses every line instead (about 8x slower on 10 MB).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from metricbridge.errors import ExpositionError
+from metricbridge.model import AnyFamily, Family, FamilyMeta, Format, MetricType, RawFamily, Sample
+from metricbridge.sample_line import LineError, legacy_name, parse_sample, unescape
+
+_HEADER = re.compile(r'# (HELP|TYPE|UNIT) ("(?:[^"\\]|\\.)*"|\S+)(?: (.*))?')
+_TEXT_TYPES = {"untyped": MetricType.UNKNOWN} | {t.value: t for t in MetricType}
+
+
+class Verify(StrEnum):
+    """How much of an exposition the reader checks."""
+
+    STRUCTURE = "structure"  # families, headers, line prefixes; bytes of untouched lines trusted
+    FULL = "full"  # every sample line parsed
+
+
+@dataclass(slots=True)
+class Exposition:
+    """What the reader made of a payload: the usable families and why others were dropped."""
+
+    families: list[AnyFamily]
+    problems: list[ExpositionError]
+    format: Format
+    renamed_samples: int = 0  # sample names restored from underscore escaping (client_python#1177)
+
+
+def allowed_suffixes(declared: str, mtype: MetricType, fmt: Format) -> tuple[str, str, tuple[str, ...]]:
+    """The sample base, the family's canonical name and the suffixes its samples may carry."""
+    if mtype is MetricType.COUNTER:
+        if fmt is Format.OPENMETRICS:
+            return declared, declared + "_total", ("_total", "_created")
+        if declared.endswith("_total"):
+            return declared[: -len("_total")], declared, ("_total", "_created")
+        return declared, declared, ("",)
+    suffixes = {
+        MetricType.HISTOGRAM: ("_bucket", "_sum", "_count", "_created"),
+        MetricType.GAUGEHISTOGRAM: ("_bucket", "_gsum", "_gcount"),
+        MetricType.SUMMARY: ("", "_sum", "_count", "_created"),
+        MetricType.INFO: ("_info",),
+    }.get(mtype, ("",))
+    return declared, declared, suffixes
+
+
+def _fast_needles(declared: str, mtype: MetricType, fmt: Format) -> tuple[bytes, ...]:
+    """Line prefixes that are valid, unchanged, in both wire formats; empty: never fast."""
+    base, _, suffixes = allowed_suffixes(declared, mtype, fmt)
+    if mtype in (MetricType.INFO, MetricType.STATESET, MetricType.GAUGEHISTOGRAM):
+        return ()
+    needles: list[bytes] = []
+    for suffix in suffixes:
+        if suffix == "_created":
+            continue  # the text format carries _created as a family of its own
+        stem = ("\n" + base + suffix).encode()
+        needles.append(stem + b"{")
+        if suffix != "_bucket":
+            needles.append(stem + b" ")
+    return tuple(needles)
+
+
+@dataclass(slots=True)
+class _Builder:
+    declared: str
+    first_line: int
+    type: MetricType = MetricType.UNKNOWN
+    help: str | None = None
+    unit: str | None = None
+    typed: bool = False
+    has_samples: bool = False
+    pieces: list[tuple[int, int, int, int]] = field(default_factory=list)  # start, end, line, lines
+    samples: list[Sample] | None = None  # set once any block needed parsing
+    problem: ExpositionError | None = None
+
+
+class _Reader:
+    """One pass over one payload; see the module docstring for the strategy."""
+
+    def __init__(self, payload: bytes, fmt: Format, verify: Verify) -> None:
+        self.payload = payload
+        self.fmt = fmt
+        self.verify = verify
+        self.result = Exposition([], [], fmt)
+        self.current: _Builder | None = None
+        self.finished: dict[str, int] = {}
+        self.line = 1
+
+    def run(self) -> Exposition:
+        payload, size, pos = self.payload, len(self.payload), 0
+        while pos < size:
+            if payload[pos] == 0x23:  # '#'
+                eol = payload.find(b"\n", pos)
+                eol = size if eol < 0 else eol
+                if self._comment(payload[pos:eol]):
+                    if eol + 1 < size:
+                        self._finish()
+                        self.result.problems.append(
+                            ExpositionError("content after '# EOF' ignored", line=self.line + 1)
+                        )
+                    break
+                pos, self.line = eol + 1, self.line + 1
+            elif payload[pos] == 0x0A:  # blank line: tolerated in both formats
+                pos, self.line = pos + 1, self.line + 1
+            else:
+                end = _next_comment(payload, pos, size)
+                lines = payload.count(b"\n", pos, end)
+                self._block(pos, end, lines)
+                pos, self.line = end, self.line + lines
+        self._finish()
+        return self.result
+
+    def _comment(self, raw: bytes) -> bool:
+        """Handle a comment line; return True at ``# EOF``."""
+        text = self._decode(raw)
+        if text is None:
+            return False
+        if text == "# EOF":
+            return self.fmt is Format.OPENMETRICS
+        match = _HEADER.fullmatch(text)
+        if match is None:
+            return False  # free-form comments are allowed in the text format
+        keyword, name, rest = match.group(1), match.group(2), match.group(3) or ""
+        if name.startswith('"'):
+            name = legacy_name(unescape(name[1:-1]))
+        builder = self._builder_for(name)
+        if builder is None:
+            return False
+        self._header(builder, keyword, rest)
+        return False
+
+    def _header(self, builder: _Builder, keyword: str, rest: str) -> None:
+        if keyword == "HELP":
+            if builder.help is not None:
+                self._fail(builder, "duplicate HELP line")
+            builder.help = _unescape_help(rest, self.fmt)
+        elif keyword == "TYPE":
+            mtype = _TEXT_TYPES.get(rest.strip())
+            if builder.typed:
+                self._fail(builder, "duplicate TYPE line")
+            elif builder.has_samples:
+                self._fail(builder, "TYPE line after the family's samples")
+            elif mtype is None:
+                self._fail(builder, f"unknown metric type {rest.strip()!r}")
+            else:
+                builder.type, builder.typed = mtype, True
+        else:
+            builder.unit = rest.strip() or None
+
+    def _builder_for(self, declared: str) -> _Builder | None:
+        current = self.current
+        if current is not None and current.declared == declared:
+            return current
+        self._finish()
+        if declared in self.finished:
+            first = self.finished[declared]
+            self.result.problems.append(
+                ExpositionError(
+                    f"family appears again (first at line {first}); a family's lines must be "
+                    "contiguous, so this occurrence is dropped",
+                    line=self.line,
+                    family=declared,
+                )
+            )
+            self.current = _Builder(declared, self.line, problem=self.result.problems[-1])
+            return self.current
+        self.current = _Builder(declared, self.line)
+        return self.current
+
+    def _block(self, start: int, end: int, lines: int) -> None:
+        builder, payload = self.current, self.payload
+        if builder is not None and start > 0 and self.verify is Verify.STRUCTURE:
+            needles = _fast_needles(builder.declared, builder.type, self.fmt)
+            if (
+                needles
+                and builder.samples is None
+                and payload.count(b" ", start, end) == lines
+                and sum(payload.count(n, start - 1, end) for n in needles) == lines
+            ):
+                builder.pieces.append((start, end, self.line, lines))
+                builder.has_samples = True
+                return
+        text = self._decode(payload[start:end])
+        if text is None:
+            return
+        for offset, line in enumerate(text.split("\n")[:lines]):
+            if line:
+                self._slow_line(line, self.line + offset)
+
+    def _slow_line(self, line: str, line_no: int) -> None:
+        try:
+            sample = parse_sample(line, self.fmt)
+        except LineError as exc:
+            if self.current is None:
+                self.result.problems.append(ExpositionError(str(exc), line=line_no))
+            else:
+                self._fail(self.current, str(exc), line_no)
+            return
+        builder = self.current
+        renamed = _belongs(sample.name, builder, self.fmt) if builder is not None else None
+        if builder is None or renamed is None:
+            if builder is not None and builder.typed and self.fmt is Format.OPENMETRICS:
+                self._fail(builder, f"sample {sample.name!r} does not belong to this family", line_no)
+                return
+            builder = self._builder_for(sample.name)
+            if builder is None or builder.problem is not None:
+                return
+            renamed = sample.name
+        if renamed != sample.name:
+            self.result.renamed_samples += 1
+            sample = Sample(renamed, sample.labels, sample.value, sample.raw_value,
+                            sample.timestamp, sample.exemplar)
+        if builder.problem is None:
+            self._to_samples(builder).append(sample)
+            builder.has_samples = True
+
+    def _to_samples(self, builder: _Builder) -> list[Sample]:
+        """Switch a builder to parsed samples, parsing the raw blocks it holds so far."""
+        if builder.samples is None:
+            builder.samples = []
+            for start, end, line, _ in builder.pieces:
+                builder.samples.extend(_parse_lines(self.payload[start:end].decode(), line, self.fmt))
+            builder.pieces.clear()
+        return builder.samples
+
+    def _fail(self, builder: _Builder, message: str, line: int | None = None) -> None:
+        if builder.problem is None:
+            builder.problem = ExpositionError(message, line=line or self.line, family=builder.declared)
+
+    def _decode(self, raw: bytes) -> str | None:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            bad_line = self.line + raw.count(b"\n", 0, exc.start)
+            problem = ExpositionError(f"invalid UTF-8 ({exc.reason})", line=bad_line)
+        else:
+            if "\x00" not in text:
+                return text
+            problem = ExpositionError("NUL byte", line=self.line + text.count("\n", 0, text.index("\x00")))
+        if self.current is not None:
+            self._fail(self.current, problem.message, problem.line)
+        else:
+            self.result.problems.append(problem)
+        return None
+
+    def _finish(self) -> None:
+        builder, self.current = self.current, None
+        if builder is None:
+            return
+        self.finished.setdefault(builder.declared, builder.first_line)
+        if builder.problem is not None:
+            if builder.problem not in self.result.problems:
+                self.result.problems.append(builder.problem)
+            return
+        _, canonical, _ = allowed_suffixes(builder.declared, builder.type, self.fmt)
+        meta = FamilyMeta(canonical, builder.type, builder.help, builder.unit)
+        if builder.samples is None:
+            body = b"".join(self.payload[start:end] for start, end, _, _ in builder.pieces)
+            first = builder.pieces[0][2] if builder.pieces else builder.first_line
+            count = sum(piece[3] for piece in builder.pieces)
+            self.result.families.append(RawFamily(meta, body, self.fmt, first, count))
+            return
+        self.result.families.append(Family(meta, tuple(builder.samples)))
+
+
+def _next_comment(payload: bytes, pos: int, size: int) -> int:
+    """Offset of the next line that starts with '#', or ``size``."""
+    # A one-byte search runs at memchr speed, unlike a search for b"\n#" whose first byte recurs
+    # on every line; a '#' inside a label value just sends us on to the next one.
+    while True:
+        hit = payload.find(b"#", pos, size)
+        if hit < 0:
+            return size
+        if payload[hit - 1] == 0x0A:
+            return hit
+        pos = hit + 1
+
+
+def _belongs(sample_name: str, builder: _Builder, fmt: Format) -> str | None:
+    """The sample's name if it belongs to the builder's family (restored if escaped), else None."""
+    if not builder.typed:
+        return sample_name if sample_name == builder.declared else None
+    base, _, suffixes = allowed_suffixes(builder.declared, builder.type, fmt)
+    if sample_name.startswith(base) and sample_name[len(base) :] in suffixes:
+        return sample_name
+    # prometheus_client >= 0.23 escapes OpenMetrics sample names but not the HELP/TYPE names
+    # (client_python#1177): `sglang_x_total` under `# TYPE sglang:x counter`. Restore them.
+    escaped = legacy_name(base, label=True)
+    if escaped != base and sample_name.startswith(escaped):
+        suffix = sample_name[len(escaped) :]
+        if suffix in suffixes:
+            return base + suffix
+    return None
+
+
+def _unescape_help(text: str, fmt: Format) -> str:
+    if "\\" not in text:
+        return text
+    if fmt is Format.OPENMETRICS:
+        return unescape(text)
+    return text.replace("\\\\", "\x00").replace("\\n", "\n").replace("\x00", "\\")
+
+
+def _parse_lines(text: str, first_line: int, fmt: Format) -> list[Sample]:
+    samples = []
+    for offset, line in enumerate(text.split("\n")):
+        if line:
+            try:
+                samples.append(parse_sample(line, fmt))
+            except LineError as exc:
+                raise ExpositionError(str(exc), line=first_line + offset) from None
+    return samples
+
+
+def parse_family(family: AnyFamily) -> Family:
+    """The parsed form of a family; raises ``ExpositionError`` naming the bad line."""
+    if isinstance(family, Family):
+        return family
+    try:
+        samples = _parse_lines(family.body.decode(), family.first_line, family.source_format)
+    except ExpositionError as exc:
+        raise ExpositionError(exc.message, line=exc.line, family=family.name) from None
+    return Family(family.meta, tuple(samples))
+
+
+def read_exposition(payload: bytes, fmt: Format, verify: Verify = Verify.STRUCTURE) -> Exposition:
+    """Read a whole payload; raise ``ExpositionError`` only when nothing in it can be trusted."""
+    if not payload:
+        raise ExpositionError("empty exposition (0 bytes)")
+    crlf = payload.find(b"\r\n")
+    if crlf >= 0:
+        line = payload.count(b"\n", 0, crlf) + 1
+        raise ExpositionError("CRLF line ending; exposition lines end with \\n only", line=line)
+    if fmt is Format.OPENMETRICS:
+        if b"\n# EOF" not in payload and not payload.startswith(b"# EOF"):
+            raise ExpositionError("OpenMetrics exposition has no '# EOF' line (truncated body?)")
+    elif not payload.endswith(b"\n"):
+        line = payload.count(b"\n") + 1
+        raise ExpositionError("last line has no terminating newline (truncated body?)", line=line)
+    return _Reader(payload, fmt, verify).run()

@@ -1,0 +1,110 @@
+"""Write families in either wire format: headers per format, raw bodies copied as they came."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from metricbridge.model import AnyFamily, Family, FamilyMeta, Format, MetricType, RawFamily, Sample
+from metricbridge.numbers import format_value
+from metricbridge.sample_line import escape_label_value
+
+# The text format has fewer types; these are prometheus_client's own mappings.
+_TEXT_TYPE = {
+    MetricType.UNKNOWN: "untyped",
+    MetricType.GAUGEHISTOGRAM: "histogram",
+    MetricType.STATESET: "gauge",
+    MetricType.INFO: "gauge",
+}
+
+OPENMETRICS_CONTENT_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8"
+TEXT_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+def content_type(fmt: Format) -> str:
+    """The Content-Type header value for a wire format."""
+    return OPENMETRICS_CONTENT_TYPE if fmt is Format.OPENMETRICS else TEXT_CONTENT_TYPE
+
+
+def _escape_help(text: str, fmt: Format) -> str:
+    text = text.replace("\\", "\\\\").replace("\n", "\\n")
+    return text.replace('"', '\\"') if fmt is Format.OPENMETRICS else text
+
+
+def write_header(meta: FamilyMeta, fmt: Format) -> bytes:
+    """The HELP/TYPE(/UNIT) lines of a family in the given format."""
+    name, type_name = meta.name, meta.type.value
+    if fmt is Format.TEXT:
+        type_name = _TEXT_TYPE.get(meta.type, type_name)
+        if meta.type is MetricType.INFO:
+            name += "_info"
+    elif meta.type is MetricType.COUNTER:
+        if name.endswith("_total"):
+            name = name[: -len("_total")]
+        else:
+            type_name = "unknown"  # an OpenMetrics counter's samples must end in _total
+    lines = []
+    if meta.help is not None:
+        lines.append(f"# HELP {name} {_escape_help(meta.help, fmt)}\n")
+    lines.append(f"# TYPE {name} {type_name}\n")
+    if fmt is Format.OPENMETRICS and meta.unit and name.endswith("_" + meta.unit):
+        lines.append(f"# UNIT {name} {meta.unit}\n")
+    return "".join(lines).encode()
+
+
+def write_sample(sample: Sample, fmt: Format) -> str:
+    """One sample line, without the newline."""
+    parts = [sample.name]
+    if sample.labels:
+        pairs = ",".join(f'{key}="{escape_label_value(value)}"' for key, value in sample.labels)
+        parts.append("{" + pairs + "}")
+    parts.append(" " + sample.raw_value)
+    if sample.timestamp is not None:
+        if fmt is Format.TEXT:
+            parts.append(f" {round(sample.timestamp * 1000)}")
+        else:
+            parts.append(" " + format_value(sample.timestamp))
+    if sample.exemplar is not None and fmt is Format.OPENMETRICS:
+        parts.append(" # " + sample.exemplar)
+    return "".join(parts)
+
+
+def _split_created(family: Family) -> tuple[Family, Family | None]:
+    """The text format carries ``_created`` samples as a gauge family of their own."""
+    created_name = family.name.removesuffix("_total") + "_created"
+    created = tuple(s for s in family.samples if s.name == created_name)
+    if not created or family.meta.type not in (
+        MetricType.COUNTER,
+        MetricType.HISTOGRAM,
+        MetricType.SUMMARY,
+    ):
+        return family, None
+    rest = tuple(s for s in family.samples if s.name != created_name)
+    meta = FamilyMeta(created_name, MetricType.GAUGE, family.meta.help)
+    return Family(family.meta, rest), Family(meta, created)
+
+
+def write_family(family: AnyFamily, fmt: Format) -> list[bytes]:
+    """The chunks of one family: header then body."""
+    if isinstance(family, RawFamily):
+        return [write_header(family.meta, fmt), family.body]
+    chunks: list[bytes] = []
+    created = None
+    if fmt is Format.TEXT:
+        family, created = _split_created(family)
+    chunks.append(write_header(family.meta, fmt))
+    if family.samples:
+        text = "\n".join(write_sample(sample, fmt) for sample in family.samples)
+        chunks.append(text.encode() + b"\n")
+    if created is not None:
+        chunks.extend(write_family(created, fmt))
+    return chunks
+
+
+def write_exposition(families: Iterable[AnyFamily], fmt: Format) -> bytes:
+    """A complete exposition; OpenMetrics output ends with ``# EOF``."""
+    chunks: list[bytes] = []
+    for family in families:
+        chunks.extend(write_family(family, fmt))
+    if fmt is Format.OPENMETRICS:
+        chunks.append(b"# EOF\n")
+    return b"".join(chunks)

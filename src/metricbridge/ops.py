@@ -1,0 +1,137 @@
+"""Stateless per-family operations: rename, scale, select, relabel."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from metricbridge.config import RelabelAction
+from metricbridge.model import AnyFamily, Family, FamilyMeta, Labels, MetricType, RawFamily, Sample, sample_base
+from metricbridge.numbers import format_value
+from metricbridge.rules import CompiledRelabel
+
+_SHAPE_LABELS = frozenset({"le", "quantile"})
+
+
+def rename(family: AnyFamily, meta: FamilyMeta) -> AnyFamily:
+    """The same samples under ``meta.name``; sample suffixes (``_total``, ``_bucket``, ...) follow."""
+    old = sample_base(family.meta.name, family.meta.type)
+    new = sample_base(meta.name, meta.type)
+    if isinstance(family, RawFamily):
+        # Every body line starts with the old base (the reader proved it), so replacing it after
+        # each newline renames every sample at C speed; label values cannot hold a raw newline.
+        body = (b"\n" + family.body).replace(("\n" + old).encode(), ("\n" + new).encode())[1:]
+        return RawFamily(meta, body, family.source_format, family.first_line, family.sample_count)
+    samples = tuple(_with(s, name=new + s.name[len(old) :]) for s in family.samples)
+    return Family(meta, samples)
+
+
+def _with(sample: Sample, **changes: object) -> Sample:
+    values = {
+        "name": sample.name,
+        "labels": sample.labels,
+        "value": sample.value,
+        "raw_value": sample.raw_value,
+        "timestamp": sample.timestamp,
+        "exemplar": sample.exemplar,
+    }
+    values.update(changes)
+    return Sample(**values)  # type: ignore[arg-type]
+
+
+def _multiplier(factor: float) -> Callable[[float], float]:
+    # 1.0 / 1000 reads better than 1.0 * 0.001 (= 0.001 vs 0.0010000000000000002 for some inputs),
+    # so a factor that is the reciprocal of an integer divides instead of multiplying.
+    inverse = 1.0 / factor
+    if inverse == round(inverse) and abs(inverse) > 1:
+        return lambda value: value / inverse
+    return lambda value: value * factor
+
+
+def scale(family: Family, factor: float) -> Family:
+    """Multiply values by ``factor``; histograms scale ``le`` bounds and ``_sum`` together.
+
+    Bucket counts, ``_count`` and ``_created`` are counts or times, never in the family's unit,
+    so they are left alone; that keeps a scaled histogram a valid histogram of the same events.
+    """
+    apply = _multiplier(factor)
+    base = sample_base(family.meta.name, family.meta.type)
+    mtype = family.meta.type
+    scaled_names = {
+        MetricType.HISTOGRAM: {base + "_sum"},
+        MetricType.SUMMARY: {base, base + "_sum"},
+    }.get(mtype, {s.name for s in family.samples if not s.name.endswith("_created")})
+    out = []
+    for sample in family.samples:
+        if sample.name in scaled_names:
+            value = apply(sample.value)
+            sample = _with(sample, value=value, raw_value=format_value(value))
+        elif mtype is MetricType.HISTOGRAM and sample.name == base + "_bucket":
+            sample = _with(sample, labels=_scale_le(sample.labels, apply))
+        out.append(sample)
+    return Family(family.meta, tuple(out))
+
+
+def _scale_le(labels: Labels, apply: Callable[[float], float]) -> Labels:
+    return tuple(
+        (key, format_value(apply(float(value))) if key == "le" and value != "+Inf" else value)
+        for key, value in labels
+    )
+
+
+def select(family: Family, match: dict[str, str]) -> Family:
+    """The series whose labels include every ``match`` pair, with those labels removed."""
+    wanted = set(match.items())
+    out = []
+    for sample in family.samples:
+        if wanted <= set(sample.labels):
+            out.append(_with(sample, labels=tuple(p for p in sample.labels if p[0] not in match)))
+    return Family(family.meta, tuple(out))
+
+
+def _relabel_one(labels: dict[str, str], step: CompiledRelabel) -> bool:
+    """Apply one step to ``labels`` in place; False means the series is dropped."""
+    action = step.action
+    if action in (RelabelAction.LABELDROP, RelabelAction.LABELKEEP, RelabelAction.LABELMAP):
+        for key in [k for k in labels if k not in _SHAPE_LABELS]:
+            hit = step.regex.fullmatch(key)
+            if action is RelabelAction.LABELDROP and hit:
+                del labels[key]
+            elif action is RelabelAction.LABELKEEP and not hit:
+                del labels[key]
+            elif action is RelabelAction.LABELMAP and hit:
+                labels[hit.expand(step.replacement)] = labels[key]
+        return True
+    joined = step.separator.join(labels.get(name, "") for name in step.source_labels)
+    hit = step.regex.fullmatch(joined)
+    if action is RelabelAction.KEEP:
+        return hit is not None
+    if action is RelabelAction.DROP:
+        return hit is None
+    if hit is not None and step.target_label is not None:
+        target = hit.expand(step.target_label)
+        value = hit.expand(step.replacement)
+        if value:
+            labels[target] = value
+        else:
+            labels.pop(target, None)  # Prometheus: an empty value removes the label
+    return True
+
+
+def relabel(family: Family, steps: tuple[CompiledRelabel, ...]) -> tuple[Family, int, int]:
+    """Apply relabel steps per series; return the family, series dropped and duplicates removed."""
+    out: list[Sample] = []
+    seen: set[tuple[str, Labels]] = set()
+    dropped = duplicates = 0
+    for sample in family.samples:
+        labels = dict(sample.labels)
+        if not all(_relabel_one(labels, step) for step in steps):
+            dropped += 1
+            continue
+        new_labels = tuple(sorted(labels.items())) if labels != dict(sample.labels) else sample.labels
+        key = (sample.name, tuple(sorted(new_labels)))
+        if key in seen:
+            duplicates += 1
+            continue
+        seen.add(key)
+        out.append(_with(sample, labels=new_labels))
+    return Family(family.meta, tuple(out)), dropped, duplicates

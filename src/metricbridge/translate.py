@@ -1,0 +1,171 @@
+"""The pure translation: upstream families in, contract families out. No I/O, no clock, no logging.
+
+The service and ``metricbridge translate`` both call ``translate``; its result carries enough
+for the service's self-metrics and for the contract report.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from metricbridge.config import Disposition, FamilyRule
+from metricbridge.errors import ExpositionError
+from metricbridge.exposition_reader import parse_family
+from metricbridge.model import AnyFamily, Family, FamilyMeta, RawFamily
+from metricbridge.ops import relabel, rename, scale, select
+from metricbridge.rules import CompiledRule, CompiledRules
+
+
+class RowState(StrEnum):
+    """How a contract row fared in one translation."""
+
+    NATIVE = "native"  # served under the contract name by the engine itself
+    TRANSLATED = "translated"  # served, computed from a community family
+    MISSING = "missing"  # not served; see the reason
+    STRUCTURAL = "structural"  # absent by contract
+
+
+@dataclass(frozen=True, slots=True)
+class RowStatus:
+    """A contract row's state with a human reason."""
+
+    state: RowState
+    reason: str
+
+
+@dataclass(slots=True)
+class TranslationStats:
+    """Counts for self-metrics; ``dropped`` maps a reason to samples not served."""
+
+    families_in: int = 0
+    samples_in: int = 0
+    families_out: int = 0
+    samples_out: int = 0
+    dropped: Counter[str] = field(default_factory=Counter)
+
+
+@dataclass(frozen=True, slots=True)
+class Translation:
+    """What one upstream payload became."""
+
+    families: tuple[AnyFamily, ...]
+    stats: TranslationStats
+    problems: tuple[ExpositionError, ...]
+    rows: dict[str, RowStatus]
+
+
+def sample_count(family: AnyFamily) -> int:
+    """Number of sample lines in a family."""
+    return family.sample_count if isinstance(family, RawFamily) else len(family.samples)
+
+
+def _output_meta(rule: FamilyRule, source: FamilyMeta) -> FamilyMeta:
+    scaled = rule.factor is not None
+    unit = rule.unit if rule.unit is not None else (None if scaled else source.unit)
+    return FamilyMeta(rule.name, source.type, rule.help or source.help, unit)
+
+
+class _Run:
+    """One translation; holds the per-call accumulators so ``translate`` stays readable."""
+
+    def __init__(self, rules: CompiledRules, upstream: Sequence[AnyFamily]) -> None:
+        self.rules = rules
+        self.present = {family.name: family for family in upstream}
+        self.stats = TranslationStats(families_in=len(upstream))
+        self.problems: list[ExpositionError] = []
+        self.rows: dict[str, RowStatus] = {}
+        self.out: list[AnyFamily] = []
+
+    def parsed(self, family: AnyFamily) -> Family | None:
+        try:
+            return parse_family(family)
+        except ExpositionError as exc:
+            self.problems.append(exc)
+            self.stats.dropped["malformed"] += sample_count(family)
+            return None
+
+    def family(self, family: AnyFamily) -> None:
+        self.stats.samples_in += sample_count(family)
+        rules = self.rules.by_input.get(family.name, ())
+        original = family
+        for compiled in rules:
+            if compiled.in_place:
+                rewritten = self.apply(compiled, family)
+                if rewritten is None:
+                    return  # malformed: neither the family nor anything derived from it is served
+                family = rewritten
+        if family.name not in self.rules.consumed:
+            self.out.append(family)
+        elif not any(c.rule.disposition is not Disposition.DROP for c in rules):
+            self.stats.dropped["dropped_by_rule"] += sample_count(family)
+        for compiled in rules:
+            if not compiled.in_place and compiled.rule.disposition is not Disposition.DROP:
+                derived = self.derived(compiled, original)
+                if derived is not None:
+                    self.out.append(derived)
+
+    def derived(self, compiled: CompiledRule, source: AnyFamily) -> AnyFamily | None:
+        rule = compiled.rule
+        if rule.name in self.present:
+            # A patched engine already serves the contract name: its series win (no duplicates).
+            return None
+        return self.apply(compiled, source)
+
+    def apply(self, compiled: CompiledRule, source: AnyFamily) -> AnyFamily | None:
+        rule = compiled.rule
+        if source.meta.type is not rule.type:
+            reason = f"upstream {source.name} is a {source.meta.type}, the contract expects a {rule.type}"
+            self.rows[rule.name] = RowStatus(RowState.MISSING, reason)
+            return source if compiled.in_place else None
+        meta = _output_meta(rule, source.meta)
+        if rule.disposition is Disposition.ALIAS:
+            return rename(source, meta)
+        parsed = self.parsed(source)
+        if parsed is None:
+            return None
+        if rule.disposition is Disposition.SCALE:
+            result = scale(parsed, rule.factor or 1.0)
+        elif rule.disposition is Disposition.SELECT:
+            result = select(parsed, rule.match)
+        else:
+            result, dropped, duplicates = relabel(parsed, compiled.relabel)
+            self.stats.dropped["relabel_drop"] += dropped
+            self.stats.dropped["duplicate_series"] += duplicates
+        if not result.samples and not compiled.in_place:
+            self.rows[rule.name] = RowStatus(RowState.MISSING, f"no series of {rule.input_name} matched")
+            return None
+        return rename(result, meta)
+
+    def row_status(self, rule: FamilyRule, served: set[str]) -> RowStatus:
+        if rule.name in self.rows:
+            return self.rows[rule.name]
+        disposition = rule.disposition
+        if disposition is Disposition.STRUCTURAL:
+            return RowStatus(RowState.STRUCTURAL, "never emitted, by contract")
+        if disposition is Disposition.DROP:
+            return RowStatus(RowState.STRUCTURAL, "dropped by rule")
+        rewritten = disposition is Disposition.RELABEL and rule.input_name == rule.name
+        if rule.name in self.present and rule.name in served and not rewritten:
+            return RowStatus(RowState.NATIVE, "served by the engine under the contract name")
+        if rule.name in served:
+            return RowStatus(RowState.TRANSLATED, f"{disposition} of {rule.input_name}")
+        if disposition is Disposition.ENGINE:
+            return RowStatus(RowState.MISSING, "needs instrumentation inside the engine")
+        if disposition is Disposition.NATIVE:
+            return RowStatus(RowState.MISSING, "the engine has not emitted it (yet)")
+        return RowStatus(RowState.MISSING, f"source {rule.input_name} is absent upstream")
+
+
+def translate(upstream: Sequence[AnyFamily], rules: CompiledRules) -> Translation:
+    """Apply the rules to one upstream payload's families."""
+    run = _Run(rules, upstream)
+    for family in upstream:
+        run.family(family)
+    served = {family.name for family in run.out}
+    rows = {rule.name: run.row_status(rule, served) for rule in rules.rows}
+    run.stats.families_out = len(run.out)
+    run.stats.samples_out = sum(sample_count(family) for family in run.out)
+    return Translation(tuple(run.out), run.stats, tuple(run.problems), rows)

@@ -1,0 +1,139 @@
+"""Typed reading of a YAML node tree that remembers line numbers and collects every issue.
+
+PyYAML's ``safe_load`` keeps the last of two duplicate keys without a word (yaml/pyyaml#165)
+and forgets where each value came from, so configs are composed into nodes and read here.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+import yaml
+
+from metricbridge.errors import ConfigIssue
+
+
+@dataclass(slots=True)
+class Issues:
+    """Collects problems instead of stopping at the first."""
+
+    source: str
+    items: list[ConfigIssue] = field(default_factory=list)
+
+    def add(self, node: yaml.Node | None, path: str, message: str) -> None:
+        """Record a problem at ``node``'s line."""
+        line = node.start_mark.line + 1 if node is not None else None
+        self.items.append(ConfigIssue(self.source, line, path, message))
+
+
+def compose(text: str, issues: Issues) -> yaml.Node | None:
+    """Compose YAML text into a node tree, recording a syntax error as an issue."""
+    try:
+        return yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        line = mark.line + 1 if mark is not None else None
+        issues.items.append(ConfigIssue(issues.source, line, "", f"invalid YAML: {exc.problem}"))
+    except yaml.YAMLError as exc:
+        issues.items.append(ConfigIssue(issues.source, None, "", f"invalid YAML: {exc}"))
+    return None
+
+
+Entries = dict[str, tuple[yaml.Node, yaml.Node]]
+
+
+def mapping(node: yaml.Node, path: str, issues: Issues, allowed: set[str] | None = None) -> Entries:
+    """A mapping's entries by key, reporting duplicate and (if ``allowed``) unknown keys."""
+    if not isinstance(node, yaml.MappingNode):
+        issues.add(node, path, f"expected a mapping, got {_kind(node)}")
+        return {}
+    entries: Entries = {}
+    for key_node, value_node in node.value:
+        key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+        if not isinstance(key, str):
+            issues.add(key_node, path, "keys must be strings")
+            continue
+        if key in entries:
+            first = entries[key][0].start_mark.line + 1
+            issues.add(key_node, _join(path, key), f"duplicate key (first defined at line {first})")
+            continue
+        if allowed is not None and key not in allowed:
+            known = ", ".join(sorted(allowed))
+            issues.add(key_node, _join(path, key), f"unknown key (known keys: {known})")
+            continue
+        entries[key] = (key_node, value_node)
+    return entries
+
+
+def sequence(node: yaml.Node, path: str, issues: Issues) -> list[yaml.Node]:
+    """A sequence's items."""
+    if not isinstance(node, yaml.SequenceNode):
+        issues.add(node, path, f"expected a list, got {_kind(node)}")
+        return []
+    return list(node.value)
+
+
+def string(node: yaml.Node, path: str, issues: Issues) -> str | None:
+    """A scalar as a string (numbers and booleans are refused where a string is expected)."""
+    if not isinstance(node, yaml.ScalarNode) or node.tag != "tag:yaml.org,2002:str":
+        issues.add(node, path, f"expected a string, got {_kind(node)}")
+        return None
+    return str(node.value)
+
+
+def boolean(node: yaml.Node, path: str, issues: Issues) -> bool | None:
+    """A YAML boolean."""
+    if not isinstance(node, yaml.ScalarNode) or node.tag != "tag:yaml.org,2002:bool":
+        issues.add(node, path, f"expected true or false, got {_kind(node)}")
+        return None
+    return bool(yaml.safe_load(node.value))
+
+
+def number(node: yaml.Node, path: str, issues: Issues) -> float | None:
+    """A finite YAML int or float."""
+    if not isinstance(node, yaml.ScalarNode) or node.tag not in (
+        "tag:yaml.org,2002:int",
+        "tag:yaml.org,2002:float",
+    ):
+        issues.add(node, path, f"expected a number, got {_kind(node)}")
+        return None
+    value = float(yaml.safe_load(node.value))
+    if not math.isfinite(value):
+        issues.add(node, path, f"expected a finite number, got {node.value!r}")
+        return None
+    return value
+
+
+def strings(node: yaml.Node, path: str, issues: Issues) -> tuple[str, ...]:
+    """A list of strings."""
+    items = sequence(node, path, issues)
+    values = (string(item, f"{path}[{i}]", issues) for i, item in enumerate(items))
+    return tuple(value for value in values if value is not None)
+
+
+def string_map(node: yaml.Node, path: str, issues: Issues, *, key_pattern: re.Pattern[str]) -> dict[str, str]:
+    """A mapping of names (checked against ``key_pattern``) to strings."""
+    out: dict[str, str] = {}
+    for key, (key_node, value_node) in mapping(node, path, issues).items():
+        if not key_pattern.fullmatch(key):
+            issues.add(key_node, _join(path, key), f"invalid name {key!r}")
+            continue
+        value = string(value_node, _join(path, key), issues)
+        if value is not None:
+            out[key] = value
+    return out
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _kind(node: yaml.Node) -> str:
+    if isinstance(node, yaml.MappingNode):
+        return "a mapping"
+    if isinstance(node, yaml.SequenceNode):
+        return "a list"
+    tag = node.tag.rsplit(":", 1)[-1]
+    return f"{tag} {node.value!r}" if node.value != "" else "nothing"
