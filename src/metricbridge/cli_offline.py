@@ -37,10 +37,24 @@ def add_translate_command(commands: Any) -> None:  # noqa: ANN401 - argparse's s
         description="Translate an exposition with the rules, as the service does on every scrape.",
     )
     add_config_option(parser)
-    parser.add_argument("input", nargs="?", default="-", help="exposition file, or - for stdin (default)")
-    parser.add_argument("-o", "--output", type=Path, help="output file (default: stdout); written atomically")
-    parser.add_argument("--format", choices=[f.value for f in Format], default=Format.TEXT.value, help="output format (default: text 0.0.4)")
-    parser.add_argument("--input-format", choices=["auto", *[f.value for f in Format]], default="auto", help="input format (default: auto, by the '# EOF' marker)")
+    parser.add_argument(
+        "input", nargs="?", default="-", help="exposition file, or - for stdin (default)"
+    )
+    parser.add_argument(
+        "-o", "--output", type=Path, help="output file (default: stdout); written atomically"
+    )
+    parser.add_argument(
+        "--format",
+        choices=[f.value for f in Format],
+        default=Format.TEXT.value,
+        help="output format (default: text 0.0.4)",
+    )
+    parser.add_argument(
+        "--input-format",
+        choices=["auto", *[f.value for f in Format]],
+        default="auto",
+        help="input format (default: auto, by the '# EOF' marker)",
+    )
     parser.set_defaults(handler=run_translate)
 
 
@@ -49,7 +63,9 @@ def add_config_command(commands: Any) -> None:  # noqa: ANN401 - argparse's subp
     parser = commands.add_parser("config", help="work with rules files")
     actions = parser.add_subparsers(dest="config_command", metavar="ACTION", required=True)
     check = actions.add_parser("check", help="validate a rules file and exit 0 (valid) or 2 (not)")
-    check.add_argument("file", nargs="?", type=Path, help="rules file (default: the shipped contract)")
+    check.add_argument(
+        "file", nargs="?", type=Path, help="rules file (default: the shipped contract)"
+    )
     check.set_defaults(handler=run_config_check)
 
 

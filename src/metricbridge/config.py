@@ -20,7 +20,17 @@ from metricbridge.errors import ConfigError, ConfigIssue
 from metricbridge.exposition_reader import Verify
 from metricbridge.model import MetricType
 from metricbridge.sample_line import LABEL_NAME, METRIC_NAME
-from metricbridge.yaml_nodes import Issues, boolean, compose, mapping, number, sequence, string, string_map, strings
+from metricbridge.yaml_nodes import (
+    Issues,
+    boolean,
+    compose,
+    mapping,
+    number,
+    sequence,
+    string,
+    string_map,
+    strings,
+)
 
 DEFAULT_CONFIG_NAME = "aliases.yaml"
 _TEMPLATE_FIELD = re.compile(r"\{([a-z_]+)\}")
@@ -185,12 +195,17 @@ def _warm_zero(node: yaml.Node, path: str, issues: Issues) -> WarmZero | None:
                 for label, (_, values) in mapping(value_node, sub, issues).items()
             }
         else:
-            bounds = (number(item, f"{sub}[{i}]", issues) for i, item in enumerate(sequence(value_node, sub, issues)))
+            bounds = (
+                number(item, f"{sub}[{i}]", issues)
+                for i, item in enumerate(sequence(value_node, sub, issues))
+            )
             out[key] = tuple(bound for bound in bounds if bound is not None)
     return WarmZero(**out)  # type: ignore[arg-type]
 
 
-def _rule_fields(entries: dict[str, tuple[yaml.Node, yaml.Node]], path: str, issues: Issues) -> dict[str, object]:
+def _rule_fields(
+    entries: dict[str, tuple[yaml.Node, yaml.Node]], path: str, issues: Issues
+) -> dict[str, object]:
     out: dict[str, object] = {}
     for key, (_, value_node) in entries.items():
         sub = f"{path}.{key}"
@@ -218,7 +233,9 @@ def _rule_fields(entries: dict[str, tuple[yaml.Node, yaml.Node]], path: str, iss
     return out
 
 
-def _expand(name: str, entries: dict[str, tuple[yaml.Node, yaml.Node]], path: str, issues: Issues) -> list[str]:
+def _expand(
+    name: str, entries: dict[str, tuple[yaml.Node, yaml.Node]], path: str, issues: Issues
+) -> list[str]:
     """Concrete names of a templated row such as ``sglang:{stage}_batch_size``."""
     fields = _TEMPLATE_FIELD.findall(name)
     if "template" not in entries:
@@ -227,12 +244,22 @@ def _expand(name: str, entries: dict[str, tuple[yaml.Node, yaml.Node]], path: st
             return []
         return [name]
     key_node, value_node = entries["template"]
-    values = {f: strings(v, f"{path}.template.{f}", issues) for f, (_, v) in mapping(value_node, f"{path}.template", issues).items()}
+    values = {
+        f: strings(v, f"{path}.template.{f}", issues)
+        for f, (_, v) in mapping(value_node, f"{path}.template", issues).items()
+    }
     if set(values) != set(fields):
-        issues.add(key_node, f"{path}.template", f"template fields {sorted(values)} do not match the name's {sorted(fields)}")
+        issues.add(
+            key_node,
+            f"{path}.template",
+            f"template fields {sorted(values)} do not match the name's {sorted(fields)}",
+        )
         return []
     combos = itertools.product(*(values[f] for f in fields))
-    return [_TEMPLATE_FIELD.sub(lambda m, c=dict(zip(fields, combo, strict=True)): c[m.group(1)], name) for combo in combos]
+    return [
+        _TEMPLATE_FIELD.sub(lambda m, c=dict(zip(fields, combo, strict=True)): c[m.group(1)], name)
+        for combo in combos
+    ]
 
 
 def _families(node: yaml.Node, issues: Issues) -> list[FamilyRule]:
@@ -258,7 +285,11 @@ def _items(node: yaml.Node, issues: Issues) -> list[ContractItem]:
     for name, (key_node, value_node) in mapping(node, "items", issues).items():
         path = f"items.{name}"
         entries = mapping(value_node, path, issues, {"disposition", "note"})
-        disposition = string(entries["disposition"][1], f"{path}.disposition", issues) if "disposition" in entries else None
+        disposition = (
+            string(entries["disposition"][1], f"{path}.disposition", issues)
+            if "disposition" in entries
+            else None
+        )
         note = string(entries["note"][1], f"{path}.note", issues) if "note" in entries else None
         if disposition is None:
             if "disposition" not in entries:
@@ -280,9 +311,13 @@ def parse_config(text: str, source: str) -> Config:
         raise ConfigError(issues.items)
     top = mapping(root, "", issues, {"version", "validation", "families", "items"})
     if "version" not in top:
-        issues.add(root, "version", "missing required field 'version' (this release reads version 1)")
+        issues.add(
+            root, "version", "missing required field 'version' (this release reads version 1)"
+        )
     elif (version := number(top["version"][1], "version", issues)) is not None and version != 1:
-        issues.add(top["version"][1], "version", f"unsupported version {version:g} (this release reads 1)")
+        issues.add(
+            top["version"][1], "version", f"unsupported version {version:g} (this release reads 1)"
+        )
     validation = Verify.STRUCTURE
     if "validation" in top:
         validation = _enum(Verify, top["validation"][1], "validation", issues) or validation

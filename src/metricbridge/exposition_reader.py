@@ -43,7 +43,9 @@ class Exposition:
     renamed_samples: int = 0  # sample names restored from underscore escaping (client_python#1177)
 
 
-def allowed_suffixes(declared: str, mtype: MetricType, fmt: Format) -> tuple[str, str, tuple[str, ...]]:
+def allowed_suffixes(
+    declared: str, mtype: MetricType, fmt: Format
+) -> tuple[str, str, tuple[str, ...]]:
     """The sample base, the family's canonical name and the suffixes its samples may carry."""
     if mtype is MetricType.COUNTER:
         if fmt is Format.OPENMETRICS:
@@ -216,7 +218,9 @@ class _Reader:
         renamed = _belongs(sample.name, builder, self.fmt) if builder is not None else None
         if builder is None or renamed is None:
             if builder is not None and builder.typed and self.fmt is Format.OPENMETRICS:
-                self._fail(builder, f"sample {sample.name!r} does not belong to this family", line_no)
+                self._fail(
+                    builder, f"sample {sample.name!r} does not belong to this family", line_no
+                )
                 return
             builder = self._builder_for(sample.name)
             if builder is None or builder.problem is not None:
@@ -224,8 +228,14 @@ class _Reader:
             renamed = sample.name
         if renamed != sample.name:
             self.result.renamed_samples += 1
-            sample = Sample(renamed, sample.labels, sample.value, sample.raw_value,
-                            sample.timestamp, sample.exemplar)
+            sample = Sample(
+                renamed,
+                sample.labels,
+                sample.value,
+                sample.raw_value,
+                sample.timestamp,
+                sample.exemplar,
+            )
         if builder.problem is None:
             self._to_samples(builder).append(sample)
             builder.has_samples = True
@@ -235,13 +245,17 @@ class _Reader:
         if builder.samples is None:
             builder.samples = []
             for start, end, line, _ in builder.pieces:
-                builder.samples.extend(_parse_lines(self.payload[start:end].decode(), line, self.fmt))
+                builder.samples.extend(
+                    _parse_lines(self.payload[start:end].decode(), line, self.fmt)
+                )
             builder.pieces.clear()
         return builder.samples
 
     def _fail(self, builder: _Builder, message: str, line: int | None = None) -> None:
         if builder.problem is None:
-            builder.problem = ExpositionError(message, line=line or self.line, family=builder.declared)
+            builder.problem = ExpositionError(
+                message, line=line or self.line, family=builder.declared
+            )
 
     def _decode(self, raw: bytes) -> str | None:
         try:
@@ -252,7 +266,9 @@ class _Reader:
         else:
             if "\x00" not in text:
                 return text
-            problem = ExpositionError("NUL byte", line=self.line + text.count("\n", 0, text.index("\x00")))
+            problem = ExpositionError(
+                "NUL byte", line=self.line + text.count("\n", 0, text.index("\x00"))
+            )
         if self.current is not None:
             self._fail(self.current, problem.message, problem.line)
         else:

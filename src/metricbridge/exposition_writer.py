@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from metricbridge.model import AnyFamily, Family, FamilyMeta, Format, MetricType, RawFamily, Sample
-from metricbridge.numbers import format_value
 from metricbridge.sample_line import escape_label_value
 
 # The text format has fewer types; these are prometheus_client's own mappings.
@@ -62,7 +61,7 @@ def write_sample(sample: Sample, fmt: Format) -> str:
         if fmt is Format.TEXT:
             parts.append(f" {round(sample.timestamp * 1000)}")
         else:
-            parts.append(" " + format_value(sample.timestamp))
+            parts.append(f" {sample.timestamp!r}")
     if sample.exemplar is not None and fmt is Format.OPENMETRICS:
         parts.append(" # " + sample.exemplar)
     return "".join(parts)

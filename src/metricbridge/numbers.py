@@ -7,7 +7,9 @@ import re
 
 # Values both wire formats accept verbatim. Go's ParseFloat (the text format) is laxer (``inf``,
 # ``nan``, hex floats); such spellings are normalised with ``format_value`` on read.
-CANONICAL_VALUE = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]Inf|NaN")
+CANONICAL_VALUE = re.compile(
+    r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]Inf|NaN"
+)
 _LAX_VALUE = re.compile(
     r"[+-]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[Ii][Nn][Ff](?:[Ii][Nn][Ii][Tt][Yy])?)"
     r"|[Nn][Aa][Nn]"

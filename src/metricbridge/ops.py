@@ -5,7 +5,16 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from metricbridge.config import RelabelAction
-from metricbridge.model import AnyFamily, Family, FamilyMeta, Labels, MetricType, RawFamily, Sample, sample_base
+from metricbridge.model import (
+    AnyFamily,
+    Family,
+    FamilyMeta,
+    Labels,
+    MetricType,
+    RawFamily,
+    Sample,
+    sample_base,
+)
 from metricbridge.numbers import format_value
 from metricbridge.rules import CompiledRelabel
 
@@ -127,7 +136,9 @@ def relabel(family: Family, steps: tuple[CompiledRelabel, ...]) -> tuple[Family,
         if not all(_relabel_one(labels, step) for step in steps):
             dropped += 1
             continue
-        new_labels = tuple(sorted(labels.items())) if labels != dict(sample.labels) else sample.labels
+        new_labels = (
+            tuple(sorted(labels.items())) if labels != dict(sample.labels) else sample.labels
+        )
         key = (sample.name, tuple(sorted(new_labels)))
         if key in seen:
             duplicates += 1

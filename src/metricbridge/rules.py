@@ -65,14 +65,15 @@ def _compile_relabel(rule: FamilyRule) -> tuple[CompiledRelabel, ...]:
         # Anchored like Prometheus' relabel.NewRegexp, which wraps the pattern in ^(?:...)$.
         pattern = re.compile(f"(?:{step.regex})")
         target = step.target_label
+        expands = step.action in (RelabelAction.REPLACE, RelabelAction.LABELMAP)
         steps.append(
             CompiledRelabel(
                 action=step.action,
                 source_labels=step.source_labels,
                 separator=step.separator,
                 regex=pattern,
-                target_label=compile_template(target, pattern) if target is not None else None,
-                replacement=compile_template(step.replacement, pattern),
+                target_label=compile_template(target, pattern) if expands and target else target,
+                replacement=compile_template(step.replacement, pattern) if expands else "",
             )
         )
     return tuple(steps)

@@ -28,7 +28,9 @@ def compile_template(template: str, pattern: re.Pattern[str]) -> str:
         ref = match.group(1) or match.group(2) or match.group(3)
         if ref.isdigit():
             if int(ref) > pattern.groups:
-                raise TemplateError(f"refers to group ${ref}, but the regex has {pattern.groups} group(s)")
+                raise TemplateError(
+                    f"refers to group ${ref}, but the regex has {pattern.groups} group(s)"
+                )
             out.append(f"\\g<{int(ref)}>")
         elif ref in pattern.groupindex:
             out.append(f"\\g<{ref}>")

@@ -135,7 +135,9 @@ class _Run:
             self.stats.dropped["relabel_drop"] += dropped
             self.stats.dropped["duplicate_series"] += duplicates
         if not result.samples and not compiled.in_place:
-            self.rows[rule.name] = RowStatus(RowState.MISSING, f"no series of {rule.input_name} matched")
+            self.rows[rule.name] = RowStatus(
+                RowState.MISSING, f"no series of {rule.input_name} matched"
+            )
             return None
         return rename(result, meta)
 

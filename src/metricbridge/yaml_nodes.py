@@ -113,7 +113,9 @@ def strings(node: yaml.Node, path: str, issues: Issues) -> tuple[str, ...]:
     return tuple(value for value in values if value is not None)
 
 
-def string_map(node: yaml.Node, path: str, issues: Issues, *, key_pattern: re.Pattern[str]) -> dict[str, str]:
+def string_map(
+    node: yaml.Node, path: str, issues: Issues, *, key_pattern: re.Pattern[str]
+) -> dict[str, str]:
     """A mapping of names (checked against ``key_pattern``) to strings."""
     out: dict[str, str] = {}
     for key, (key_node, value_node) in mapping(node, path, issues).items():
