@@ -6,6 +6,7 @@ and forgets where each value came from, so configs are composed into nodes and r
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from dataclasses import dataclass, field
@@ -60,8 +61,10 @@ def mapping(node: yaml.Node, path: str, issues: Issues, allowed: set[str] | None
             issues.add(key_node, _join(path, key), f"duplicate key (first defined at line {first})")
             continue
         if allowed is not None and key not in allowed:
+            close = difflib.get_close_matches(key, allowed, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
             known = ", ".join(sorted(allowed))
-            issues.add(key_node, _join(path, key), f"unknown key (known keys: {known})")
+            issues.add(key_node, _join(path, key), f"unknown key ({hint}known keys: {known})")
             continue
         entries[key] = (key_node, value_node)
     return entries

@@ -1,0 +1,157 @@
+"""The exposition reader: precise errors on bad input, exact round trips on good input."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import FIXTURES
+
+from metricbridge.errors import ExpositionError
+from metricbridge.exposition_reader import Verify, parse_family, read_exposition
+from metricbridge.exposition_writer import write_exposition
+from metricbridge.model import Family, Format, MetricType, RawFamily
+
+GOOD_HEAD = b"# HELP g A gauge.\n# TYPE g gauge\n"
+
+# Payloads no part of which can be trusted: the whole read fails with this message.
+FATAL = [
+    pytest.param(b"", Format.TEXT, "empty exposition (0 bytes)", id="zero_bytes"),
+    pytest.param(GOOD_HEAD + b"g 1\r\ng 2\r\n", Format.TEXT, "line 3: CRLF line ending; exposition lines end with \\n only", id="crlf"),
+    pytest.param(GOOD_HEAD + b'g{a="b"} 1\ng{a="c', Format.TEXT, "line 4: last line has no terminating newline (truncated body?)", id="truncated_inside_label_value"),
+    pytest.param(b"# TYPE g gauge\ng 1\n", Format.OPENMETRICS, "OpenMetrics exposition has no '# EOF' line (truncated body?)", id="openmetrics_without_eof"),
+]
+
+# Payloads where one family is bad: it is dropped with this problem, the rest is kept.
+PER_FAMILY = [
+    pytest.param(b'# TYPE g gauge\ng{a="x\\q"} 1\n', "line 2, family g: invalid escape sequence '\\q' in label value", id="bad_escape"),
+    pytest.param(b"# HELP g one\n# HELP g two\n# TYPE g gauge\ng 1\n", "line 2, family g: duplicate HELP line", id="duplicate_help"),
+    pytest.param(b"# TYPE g gauge\n# TYPE g counter\ng 1\n", "line 2, family g: duplicate TYPE line", id="duplicate_type"),
+    pytest.param(b"# TYPE g gauge\ng one\n", "line 2, family g: invalid value 'one'", id="non_numeric_value"),
+    pytest.param(b"# TYPE g gauge\ng{a=\"b\" 1\n", "line 2, family g: expected ',' or '}' at column 9", id="unclosed_label_set"),
+    pytest.param(b"# TYPE g gauge\ng\n", "line 2, family g: expected a space before the value at column 2", id="missing_value"),
+    pytest.param(b"# TYPE g gauge\ng 1 2 3\n", "line 2, family g: unexpected text after the value: '3'", id="extra_tokens"),
+    pytest.param(b"# TYPE g gauge\ng 1 1.5\n", "line 2, family g: invalid timestamp '1.5': text format wants integer milliseconds", id="fractional_text_timestamp"),
+    pytest.param(b"# TYPE g gaug\ng 1\n", "line 1, family g: unknown metric type 'gaug'", id="unknown_type"),
+    pytest.param(b"g 1\n# TYPE g gauge\n", "line 2, family g: TYPE line after the family's samples", id="type_after_samples"),
+    pytest.param(b"# TYPE g gauge\ng{a=\"\xff\"} 1\n", "line 2, family g: invalid UTF-8 (invalid start byte)", id="invalid_utf8"),
+    pytest.param(b"# TYPE g gauge\ng{a=\"\x00\"} 1\n", "line 2, family g: NUL byte", id="nul_byte"),
+]
+
+
+@pytest.mark.parametrize(("payload", "fmt", "message"), FATAL)
+def test_unusable_payload_raises_precise_error(payload: bytes, fmt: Format, message: str) -> None:
+    """A payload that cannot be trusted at all raises ExpositionError with the line and cause."""
+    with pytest.raises(ExpositionError) as caught:
+        read_exposition(payload, fmt)
+    assert str(caught.value) == message
+
+
+# Faults inside a sample line that the fast path does not look for (see exposition_reader's
+# docstring); with validation: structure these lines are served as the upstream wrote them.
+TRUSTED_IN_STRUCTURE = {"non_numeric_value", "unclosed_label_set"}
+
+
+def _verify_modes(case_id: str) -> list[Verify]:
+    return [Verify.FULL] if case_id in TRUSTED_IN_STRUCTURE else list(Verify)
+
+
+@pytest.mark.parametrize(
+    ("bad", "message", "verify"),
+    [
+        pytest.param(*case.values, verify, id=f"{case.id}-{verify}")
+        for case in PER_FAMILY
+        for verify in _verify_modes(str(case.id))
+    ],
+)
+def test_bad_family_is_dropped_and_the_rest_kept(bad: bytes, message: str, verify: Verify) -> None:
+    """One malformed family becomes a located problem; the families around it survive."""
+    before = b"# TYPE before gauge\nbefore 1\n"
+    after = b"# TYPE after gauge\nafter 2\n"
+    exposition = read_exposition(before + bad + after, Format.TEXT, verify)
+    assert [f.name for f in exposition.families] == ["before", "after"]
+    assert [str(p) for p in exposition.problems] == [_shift(message, 2)]
+
+
+def _shift(message: str, lines: int) -> str:
+    head, rest = message.split(",", 1) if "," in message else (message, "")
+    number = int(head.removeprefix("line "))
+    return f"line {number + lines},{rest}"
+
+
+def test_repeated_family_keeps_the_first_occurrence() -> None:
+    """A family whose lines are not contiguous is reported; its later lines are dropped."""
+    payload = b"# TYPE a gauge\na 1\n# TYPE b gauge\nb 1\n# TYPE a gauge\na 2\n"
+    exposition = read_exposition(payload, Format.TEXT)
+    assert [f.name for f in exposition.families] == ["a", "b"]
+    assert str(exposition.problems[0]).startswith("line 5, family a: family appears again (first at line 1)")
+
+
+def test_fast_path_vouches_only_for_the_familys_own_lines() -> None:
+    """A block with a foreign, header-less sample falls back to the line parser and splits off."""
+    payload = b"# TYPE a gauge\na 1\nab 2\n"
+    exposition = read_exposition(payload, Format.TEXT)
+    assert [(f.name, f.meta.type) for f in exposition.families] == [("a", MetricType.GAUGE), ("ab", MetricType.UNKNOWN)]
+
+
+def test_spaces_in_label_values_take_the_exact_path() -> None:
+    """A line with more than one space cannot be vouched for by counting, so it is parsed."""
+    payload = b'# TYPE a gauge\na{x="1 2"} 3\n'
+    (family,) = read_exposition(payload, Format.TEXT).families
+    assert isinstance(family, Family)
+    assert family.samples[0].labels == (("x", "1 2"),)
+
+
+@pytest.mark.parametrize("fixture", sorted(FIXTURES.glob("*.prom")), ids=lambda p: p.name)
+def test_real_text_fixtures_take_the_fast_path_and_round_trip(fixture: object) -> None:
+    """SGLang's own output is vouched for family by family and written back byte for byte."""
+    payload = fixture.read_bytes()  # type: ignore[attr-defined]
+    exposition = read_exposition(payload, Format.TEXT)
+    assert all(isinstance(f, RawFamily) for f in exposition.families)
+    assert write_exposition(exposition.families, Format.TEXT) == payload
+    parsed = [parse_family(f) for f in exposition.families]
+    assert write_exposition(parsed, Format.TEXT) == payload
+
+
+def test_openmetrics_escaped_sample_names_are_restored() -> None:
+    """client_python#1177: sglang_x_total under '# TYPE sglang:x counter' reads as sglang:x_total."""
+    payload = (FIXTURES / "tp1.om.txt").read_bytes()
+    exposition = read_exposition(payload, Format.OPENMETRICS)
+    assert not exposition.problems
+    assert exposition.renamed_samples == 578
+    names = {f.name for f in exposition.families}
+    assert "sglang:num_requests_total" in names
+    assert not any(name.startswith("sglang_") for name in names)
+
+
+def test_quoted_utf8_names_are_read_and_escaped_to_legacy_names() -> None:
+    """Prometheus 3 quoted names are read without crashing and escaped with underscores."""
+    payload = b'{"a.b", "c.d"="e"} 1\n'
+    (family,) = read_exposition(payload, Format.TEXT).families
+    assert family.name == "a_b"
+    assert parse_family(family).samples[0].labels == (("c_d", "e"),)
+
+
+def test_special_values_round_trip() -> None:
+    """NaN, +Inf, -Inf and Go-style exponents are kept as written."""
+    payload = b"# TYPE g gauge\ng{a=\"1\"} NaN\ng{a=\"2\"} +Inf\ng{a=\"3\"} -Inf\ng{a=\"4\"} 8.313110528e+09\n"
+    exposition = read_exposition(payload, Format.TEXT, Verify.FULL)
+    assert write_exposition(exposition.families, Format.TEXT) == payload
+
+
+def test_lax_go_values_are_normalised() -> None:
+    """Spellings only Go's ParseFloat accepts are rewritten so OpenMetrics output stays valid."""
+    payload = b"# TYPE g gauge\ng{a=\"1\"} inf\ng{a=\"2\"} nan\n"
+    exposition = read_exposition(payload, Format.TEXT, Verify.FULL)
+    out = write_exposition(exposition.families, Format.OPENMETRICS)
+    assert b'g{a="1"} +Inf\n' in out
+    assert b'g{a="2"} NaN\n' in out
+
+
+@pytest.mark.parametrize("case", ["non_numeric_value", "unclosed_label_set"])
+def test_structure_mode_trusts_line_syntax_inside_vouched_blocks(case: str) -> None:
+    """Documented trade-off: structure mode copies such lines; full mode rejects them."""
+    (param,) = [p for p in PER_FAMILY if p.id == case]
+    bad = param.values[0]
+    structure = read_exposition(bad, Format.TEXT, Verify.STRUCTURE)
+    assert not structure.problems
+    assert write_exposition(structure.families, Format.TEXT).endswith(bad.split(b"\n", 1)[1])
+    assert read_exposition(bad, Format.TEXT, Verify.FULL).problems
