@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 
 from metricbridge import __version__
+from metricbridge.cli_demo import add_demo_command
 from metricbridge.cli_offline import add_config_command, add_translate_command
+from metricbridge.cli_serve import add_serve_command
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 Handler = Callable[[argparse.Namespace], int]
@@ -17,20 +20,33 @@ def build_parser() -> argparse.ArgumentParser:
     """The whole command-line interface."""
     parser = argparse.ArgumentParser(
         prog="metricbridge",
-        description="Translate SGLang's Prometheus metrics into a stable metric contract.",
+        description="Translate SGLang's Prometheus metrics into a stable metric contract. "
+        "Without a command, runs the sidecar: metricbridge --upstream :30000",
     )
     parser.add_argument("--version", action="version", version=f"metricbridge {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    add_serve_command(commands)
+    add_demo_command(commands)
     add_translate_command(commands)
     add_config_command(commands)
     return parser
+
+
+def _with_default_command(args: list[str], parser: argparse.ArgumentParser) -> list[str]:
+    """``metricbridge --upstream :30000`` means ``metricbridge serve --upstream :30000``."""
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))  # noqa: SLF001
+    if args and (args[0] in commands.choices or args[0] in ("-h", "--help", "--version")):
+        return args
+    if args or os.environ.get("METRICBRIDGE_UPSTREAM"):
+        return ["serve", *args]
+    return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the process exit status."""
     args_list = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
-    args = parser.parse_args(args_list)
+    args = parser.parse_args(_with_default_command(args_list, parser))
     handler: Handler | None = getattr(args, "handler", None)
     if handler is None:
         parser.print_help(sys.stderr)

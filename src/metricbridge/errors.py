@@ -3,7 +3,9 @@
     MetricbridgeError
      ├── ConfigError        a rules file that cannot be used; carries every issue found, not just the first
      ├── ExpositionError    an exposition that cannot be read; names the line and what is wrong
-     └── UpstreamError      the engine could not be scraped; carries a short machine-readable reason
+     ├── UpstreamError      the engine could not be scraped; carries a short machine-readable reason
+     ├── InputError         (dashboards) a dashboard or rule file that cannot be read at all
+     └── PromQLError        (promql) an expression the PromQL parser rejects
 
 Code outside this package catches ``MetricbridgeError``; the hot path never raises per sample
 (it skips and counts instead), so these only cross module boundaries at load and fetch time.

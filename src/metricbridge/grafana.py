@@ -1,5 +1,3 @@
-# Copyright 2026 metricbridge developers
-# SPDX-License-Identifier: Apache-2.0
 """Find the Prometheus queries in a Grafana dashboard's JSON model.
 
 Walks what mimirtool's ``pkg/mimirtool/analyze/grafana.go`` walks (panels, the panels of
@@ -11,6 +9,7 @@ skip, and the values of the dashboard's constant, custom and interval variables.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from metricbridge.templating import variable_query_expr
@@ -22,6 +21,7 @@ _VARIABLE_REF = re.compile(r"^\$\{?(\w+)(?::\w+)?\}?$")
 # Grafana's built-in pseudo-datasources, as a legacy string or as the uid of {"type": "datasource"}.
 _SPECIAL_DATASOURCES = {"-- Grafana --": "grafana", "-- Dashboard --": "dashboard"}
 _MIXED = "-- Mixed --"
+_MODEL_KEYS = frozenset({"panels", "rows", "templating"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,19 +52,13 @@ class DashboardQueries:
     variables: dict[str, str] = field(default_factory=dict)
 
 
-def read_dashboard(document: object) -> DashboardQueries:
+def read_dashboard(document: Mapping[str, object]) -> DashboardQueries:
     """Find the queries of a dashboard, an export wrapper or an external export.
 
     Raises ``ValueError`` if ``document`` is not a classic Grafana dashboard model.
     """
-    outer = _dict(document) if isinstance(document, dict) else None
-    if outer is None:
-        raise ValueError(f"expected a JSON object at the top level, got {type(document).__name__}")
-    board = _dict(outer.get("dashboard")) or outer  # {"meta": ..., "dashboard": ...} wrappers
-    if isinstance(board.get("spec"), dict) or "elements" in board:
-        raise ValueError("Grafana dashboard schema v2 (spec.elements) is not supported")
-    if not {"panels", "rows", "templating"} & board.keys():
-        raise ValueError("not a Grafana dashboard: no 'panels', 'rows' or 'templating'")
+    outer = _dict(document)
+    board = _unwrap(outer)
     reader = _Reader(board, outer)
     reader.panels(_list(board.get("panels")), None)
     for row in map(_dict, _list(board.get("rows"))):  # schemaVersion < 16
@@ -72,6 +66,18 @@ def read_dashboard(document: object) -> DashboardQueries:
     reader.templating()
     reader.annotations()
     return DashboardQueries(tuple(reader.found), tuple(reader.skipped), reader.values)
+
+
+def _unwrap(outer: dict[str, object]) -> dict[str, object]:
+    """Find the dashboard model inside API wrappers and Kubernetes-style resources."""
+    board = _dict(outer.get("dashboard")) or outer  # {"meta": ..., "dashboard": ...}
+    spec = _dict(board.get("spec"))  # {"apiVersion": "dashboard.grafana.app/v1...", "spec": ...}
+    if "elements" in spec or "elements" in board:
+        raise ValueError("Grafana dashboard schema v2 (spec.elements) is not supported")
+    board = spec if _MODEL_KEYS & spec.keys() else board
+    if not _MODEL_KEYS & board.keys():
+        raise ValueError("not a Grafana dashboard: no 'panels', 'rows' or 'templating'")
+    return board
 
 
 class _Reader:
@@ -219,7 +225,7 @@ def _variable_query(query: object) -> str | None:
 
 
 def _selected_value(var: dict[str, object]) -> str | None:
-    """The one value a custom or interval variable stands for, or None if it may be several."""
+    """Pick the one value a custom or interval variable stands for; None if it may be several."""
     current = _dict(var.get("current")).get("value")
     if isinstance(current, list) and len(current) == 1:
         current = current[0]
@@ -254,7 +260,7 @@ def _join(parent: str | None, child: str) -> str:
 
 
 def _dict(value: object) -> dict[str, object]:
-    return {str(k): v for k, v in value.items()} if isinstance(value, dict) else {}
+    return {str(k): v for k, v in value.items()} if isinstance(value, Mapping) else {}
 
 
 def _list(value: object) -> list[object]:

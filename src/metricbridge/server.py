@@ -1,0 +1,195 @@
+"""The HTTP face of the bridge: /metrics, /contract, health, readiness and reload."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+import logging
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiohttp
+from aiohttp import web
+
+from metricbridge import __version__
+from metricbridge.bridge import Bridge, FetchSettings
+from metricbridge.config import Config, load_config
+from metricbridge.errors import ConfigError
+from metricbridge.exposition_writer import write_exposition
+from metricbridge.model import Format
+from metricbridge.negotiation import accepts_gzip, choose_format, content_type, scrape_timeout
+from metricbridge.report import contract_report
+from metricbridge.rules import compile_rules
+from metricbridge.scrape import Upstream
+from metricbridge.selfmetrics import SelfMetrics
+
+log = logging.getLogger("metricbridge.server")
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceSettings:
+    """Everything the service needs besides the rules."""
+
+    upstreams: tuple[Upstream, ...]
+    config_path: Path | None = None
+    fetch: FetchSettings = FetchSettings()
+    timeout_offset: float = 0.5
+
+
+@dataclass(slots=True)
+class ServiceState:
+    """Mutable service state: the loaded config and the lock that serialises reloads."""
+
+    settings: ServiceSettings
+    config: Config
+    metrics: SelfMetrics
+    reload_lock: asyncio.Lock
+    bridge: Bridge | None = None
+
+
+STATE = web.AppKey("state", ServiceState)
+
+
+async def _bridge_ctx(app: web.Application) -> AsyncIterator[None]:
+    """One ClientSession per app, closed on shutdown (aiohttp: never a session per request)."""
+    state = app[STATE]
+    connector = aiohttp.TCPConnector(limit=16, limit_per_host=4)
+    async with aiohttp.ClientSession(connector=connector, auto_decompress=False) as session:
+        state.bridge = Bridge(
+            state.settings.upstreams, compile_rules(state.config), session, state.metrics, state.settings.fetch
+        )
+        yield
+        state.bridge = None
+
+
+def _bridge(request: web.Request) -> Bridge:
+    bridge = request.app[STATE].bridge
+    if bridge is None:
+        raise web.HTTPServiceUnavailable(text="starting up\n")
+    return bridge
+
+
+async def handle_metrics(request: web.Request) -> web.Response:
+    """Serve the translated engine metrics plus the bridge's own, in the negotiated format."""
+    state = request.app[STATE]
+    bridge = _bridge(request)
+    fmt = choose_format(request.headers.get("Accept"))
+    timeout = scrape_timeout(
+        request.headers.get("X-Prometheus-Scrape-Timeout-Seconds"),
+        cap=state.settings.fetch.timeout_cap,
+        offset=state.settings.timeout_offset,
+    )
+    snapshot = await bridge.snapshot(timeout)
+    state.metrics.scrapes.labels(fmt.value).inc()
+    names = set(request.query.getall("name[]", []))
+    compressed = accepts_gzip(request.headers.get("Accept-Encoding"))
+    level = state.settings.fetch.gzip_level
+    if names:
+        families = [f for f in (snapshot.translation.families if snapshot.translation else ()) if _wanted(f.name, names)]
+        engine = write_exposition(families, fmt).removesuffix(b"# EOF\n")
+        own = state.metrics.render(fmt, names)
+        body = engine + own + (b"# EOF\n" if fmt is Format.OPENMETRICS else b"")
+        parts = [gzip.compress(body, level)] if compressed else [body]
+    else:
+        own = state.metrics.render(fmt) + (b"# EOF\n" if fmt is Format.OPENMETRICS else b"")
+        engine = snapshot.engine_part(fmt, compressed=compressed)
+        # Two gzip members in a row form one valid gzip stream (RFC 1952 §2.2), so the big,
+        # memoised engine part is compressed once per fetch, not once per scrape.
+        parts = [engine, gzip.compress(own, level) if compressed else own]
+    headers = {"Content-Type": content_type(fmt), "Vary": "Accept, Accept-Encoding"}
+    if compressed:
+        headers["Content-Encoding"] = "gzip"
+    return web.Response(body=b"".join(parts), headers=headers)
+
+
+def _wanted(family: str, names: set[str]) -> bool:
+    """prometheus_client's name[] semantics: a family matches by its name or a sample name."""
+    base = family.removesuffix("_total")
+    return family in names or any(
+        base + suffix in names for suffix in ("", "_total", "_created", "_bucket", "_sum", "_count", "_info")
+    )
+
+
+async def handle_healthy(_: web.Request) -> web.Response:
+    """Liveness: the process answers."""
+    return web.Response(text="metricbridge is healthy.\n")
+
+
+async def handle_ready(request: web.Request) -> web.Response:
+    """Readiness: rules loaded and the HTTP client running; upstream health is not required."""
+    if request.app[STATE].bridge is None:
+        return web.Response(status=503, text="metricbridge is starting.\n")
+    return web.Response(text="metricbridge is ready.\n")
+
+
+async def reload_config(app: web.Application) -> list[str]:
+    """Load and compile the config, then swap it in; on failure keep the old one. Returns issues."""
+    state = app[STATE]
+    async with state.reload_lock:
+        try:
+            config = load_config(state.settings.config_path)
+            rules = compile_rules(config)
+        except ConfigError as exc:
+            state.metrics.reload_success.set(0)
+            issues = [str(issue) for issue in exc.issues]
+            for issue in issues:
+                log.error("config reload rejected, old config kept: %s", issue)
+            return issues
+        state.config = config
+        if state.bridge is not None:
+            state.bridge.replace_rules(rules)
+        state.metrics.reload_success.set(1)
+        state.metrics.reload_timestamp.set(time.time())
+        log.info("config reloaded from %s (%d families)", config.source, len(config.families))
+        return []
+
+
+async def handle_reload(request: web.Request) -> web.Response:
+    """POST /-/reload: 200 when the new config is in force, 500 with its issues otherwise."""
+    issues = await reload_config(request.app)
+    if issues:
+        return web.Response(status=500, text="failed to reload config:\n" + "\n".join(issues) + "\n")
+    return web.Response(text="config reloaded\n")
+
+
+async def handle_contract(request: web.Request) -> web.Response:
+    """GET /contract: each contract row and how the latest fetch served it."""
+    state = request.app[STATE]
+    snapshot = await _bridge(request).snapshot(state.settings.fetch.timeout_cap)
+    report = contract_report(state.config, snapshot.translation)
+    report["upstreams"] = [
+        {"upstream": r.upstream.label, "up": r.ok, "reason": r.reason or None, "message": r.message or None}
+        for r in snapshot.results
+    ]
+    return web.json_response(report, dumps=lambda obj: json.dumps(obj, indent=2) + "\n")
+
+
+async def handle_index(request: web.Request) -> web.Response:
+    """A plain page pointing at the endpoints."""
+    upstreams = ", ".join(u.url for u in request.app[STATE].settings.upstreams)
+    return web.Response(
+        text=f"metricbridge {__version__}\nupstreams: {upstreams}\n\n"
+        "/metrics   translated engine metrics and metricbridge_* self-metrics\n"
+        "/contract  contract coverage of the latest fetch (JSON)\n"
+        "/-/healthy /-/ready  probes; POST /-/reload re-reads the config\n"
+    )
+
+
+def make_app(settings: ServiceSettings, config: Config) -> web.Application:
+    """The aiohttp application; the caller has already loaded ``config`` (fail fast at start)."""
+    app = web.Application(client_max_size=1024)  # no endpoint takes a request body
+    metrics = SelfMetrics()
+    metrics.reload_success.set(1)
+    metrics.reload_timestamp.set(time.time())
+    app[STATE] = ServiceState(settings, config, metrics, asyncio.Lock())
+    app.cleanup_ctx.append(_bridge_ctx)
+    app.router.add_get("/metrics", handle_metrics)
+    app.router.add_get("/contract", handle_contract)
+    app.router.add_get("/-/healthy", handle_healthy)
+    app.router.add_get("/-/ready", handle_ready)
+    app.router.add_post("/-/reload", handle_reload)
+    app.router.add_get("/", handle_index)
+    return app
