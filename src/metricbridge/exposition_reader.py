@@ -18,6 +18,7 @@ that might (about 80x slower on 10 MB: see bench/).
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -28,6 +29,8 @@ from metricbridge.sample_line import LineError, legacy_name, parse_sample, unesc
 
 _HEADER = re.compile(r'# (HELP|TYPE|UNIT) ("(?:[^"\\]|\\.)*"|\S+)(?: (.*))?')
 _TEXT_TYPES = {"untyped": MetricType.UNKNOWN} | {t.value: t for t in MetricType}
+_ALL_BUT_SPACE_AND_NEWLINE = bytes(b for b in range(256) if b not in b" \n")
+_ONE_SPACE_LINE = b" \n"
 
 
 class Verify(StrEnum):
@@ -66,20 +69,15 @@ def allowed_suffixes(
     return declared, declared, suffixes
 
 
+@functools.lru_cache(maxsize=4096)
 def _fast_needles(declared: str, mtype: MetricType, fmt: Format) -> tuple[bytes, ...]:
     """Line prefixes that are valid, unchanged, in both wire formats; empty: never fast."""
     base, _, suffixes = allowed_suffixes(declared, mtype, fmt)
     if mtype in (MetricType.INFO, MetricType.STATESET, MetricType.GAUGEHISTOGRAM):
         return ()
-    needles: list[bytes] = []
-    for suffix in suffixes:
-        if suffix == "_created":
-            continue  # the text format carries _created as a family of its own
-        stem = ("\n" + base + suffix).encode()
-        needles.append(stem + b"{")
-        if suffix != "_bucket":
-            needles.append(stem + b" ")
-    return tuple(needles)
+    # Only labelled lines are vouched for: one needle per suffix keeps the scans few, and an
+    # unlabelled series (a single line) costs little on the exact path.
+    return tuple(("\n" + base + suffix + "{").encode() for suffix in suffixes if suffix != "_created")
 
 
 @dataclass(slots=True)
@@ -91,9 +89,15 @@ class _Builder:
     unit: str | None = None
     typed: bool = False
     has_samples: bool = False
-    pieces: list[tuple[int, int, int, int]] = field(default_factory=list)  # start, end, line, lines
+    pieces: list[tuple[bytes, int, int]] = field(default_factory=list)  # vouched block, line, lines
     samples: list[Sample] | None = None  # set once any block needed parsing
     problem: ExpositionError | None = None
+    meta: FamilyMeta | None = None  # set when the header came from the cache
+
+
+# Header pairs seen before, by (format, raw bytes): (declared name, parsed meta).
+_KNOWN_HEADERS: dict[tuple[Format, bytes], tuple[str, FamilyMeta]] = {}
+_KNOWN_HEADERS_MAX = 8192
 
 
 class _Reader:
@@ -105,7 +109,9 @@ class _Reader:
         self.verify = verify
         # One C-speed pass settles encoding for the whole payload; only a payload that fails it
         # has its blocks decoded one by one, so the bad bytes are pinned to their family.
-        self.clean = b"\x00" not in payload and _is_utf8(payload)
+        # Escapes need the exact parser too; SGLang never writes one, so one memchr settles it.
+        self.suspect = b"\x00" in payload or b"\\" in payload or not _is_utf8(payload)
+        self.fast = verify is Verify.STRUCTURE
         self.result = Exposition([], [], fmt)
         self.current: _Builder | None = None
         self.finished: dict[str, int] = {}
@@ -115,6 +121,10 @@ class _Reader:
         payload, size, pos = self.payload, len(self.payload), 0
         while pos < size:
             if payload[pos] == 0x23:  # '#'
+                after = self._known_header(pos)
+                if after >= 0:
+                    pos = after
+                    continue
                 eol = payload.find(b"\n", pos)
                 eol = size if eol < 0 else eol
                 if self._comment(payload[pos:eol]):
@@ -129,11 +139,52 @@ class _Reader:
                 pos, self.line = pos + 1, self.line + 1
             else:
                 end = _next_comment(payload, pos, size)
-                lines = payload.count(b"\n", pos, end)
-                self._block(pos, end, lines)
-                pos, self.line = end, self.line + lines
+                self.line += self._block(pos, end)
+                pos = end
         self._finish()
         return self.result
+
+    def _known_header(self, pos: int) -> int:
+        """Take a ``# HELP``/``# TYPE`` pair seen in an earlier payload; return the next offset.
+
+        Engines repeat the same header bytes on every scrape, so their parsed form is cached;
+        anything unusual (first sight, a lone line, a repeated family) returns -1 and takes
+        the general path, which parses and checks it.
+        """
+        payload = self.payload
+        eol = payload.find(b"\n", pos)
+        end = payload.find(b"\n", eol + 1) if eol >= 0 else -1
+        if end < 0:
+            return -1
+        key = (self.fmt, payload[pos:end])
+        cached = _KNOWN_HEADERS.get(key)
+        if cached is None:
+            if payload.startswith(b"# HELP ", pos) and payload.startswith(b"# TYPE ", eol + 1):
+                self._remember(key, payload[pos:eol], payload[eol + 1 : end])
+            return -1
+        declared, meta = cached
+        if declared in self.finished or (self.current is not None and self.current.declared == declared):
+            return -1
+        self._finish()
+        self.current = _Builder(declared, self.line, meta.type, meta.help, typed=True, meta=meta)
+        self.line += 2
+        return end + 1
+
+    def _remember(self, key: tuple[Format, bytes], help_line: bytes, type_line: bytes) -> None:
+        """Cache a well-formed header pair for later payloads (this one takes the general path)."""
+        try:
+            _, _, name, help_text = help_line.decode().split(" ", 3)
+            _, _, type_name, mtype = type_line.decode().split(" ", 3)
+        except (UnicodeDecodeError, ValueError):
+            return
+        if name != type_name or mtype not in _TEXT_TYPES or name.startswith('"'):
+            return
+        if len(_KNOWN_HEADERS) >= _KNOWN_HEADERS_MAX:
+            _KNOWN_HEADERS.clear()  # a crude bound; hit rates recover within one scrape
+        declared_type = _TEXT_TYPES[mtype]
+        _, canonical, _ = allowed_suffixes(name, declared_type, self.fmt)
+        meta = FamilyMeta(canonical, declared_type, _unescape_help(help_text, self.fmt))
+        _KNOWN_HEADERS[key] = (name, meta)
 
     def _comment(self, raw: bytes) -> bool:
         """Handle a comment line; return True at ``# EOF``."""
@@ -142,12 +193,16 @@ class _Reader:
             return False
         if text == "# EOF":
             return self.fmt is Format.OPENMETRICS
-        match = _HEADER.fullmatch(text)
-        if match is None:
-            return False  # free-form comments are allowed in the text format
-        keyword, name, rest = match.group(1), match.group(2), match.group(3) or ""
-        if name.startswith('"'):
-            name = legacy_name(unescape(name[1:-1]))
+        parts = text.split(" ", 3)
+        if len(parts) >= 3 and parts[1] in ("HELP", "TYPE", "UNIT") and not parts[2].startswith('"'):
+            keyword, name, rest = parts[1], parts[2], parts[3] if len(parts) == 4 else ""
+        else:
+            match = _HEADER.fullmatch(text)  # quoted UTF-8 names, or not a header at all
+            if match is None:
+                return False  # free-form comments are allowed in the text format
+            keyword, name, rest = match.group(1), match.group(2), match.group(3) or ""
+            if name.startswith('"'):
+                name = legacy_name(unescape(name[1:-1]))
         builder = self._builder_for(name)
         if builder is None:
             return False
@@ -192,27 +247,35 @@ class _Reader:
         self.current = _Builder(declared, self.line)
         return self.current
 
-    def _block(self, start: int, end: int, lines: int) -> None:
+    def _block(self, start: int, end: int) -> int:
+        """Take the sample lines in ``payload[start:end]``; return how many lines they span."""
         builder, payload = self.current, self.payload
-        if builder is not None and start > 0 and self.verify is Verify.STRUCTURE:
+        block = payload[start:end]
+        if (
+            builder is not None
+            and start > 0
+            and self.fast
+            and builder.samples is None
+            and not (self.suspect and _needs_exact_parser(block))
+        ):
             needles = _fast_needles(builder.declared, builder.type, self.fmt)
-            if (
-                needles
-                and builder.samples is None
-                and self.clean
-                and payload.find(b"\\", start, end) < 0  # escapes need the exact parser
-                and payload.count(b" ", start, end) == lines
-                and sum(payload.count(n, start - 1, end) for n in needles) == lines
-            ):
-                builder.pieces.append((start, end, self.line, lines))
+            # Deleting every byte but spaces and newlines leaves b" \n" per line exactly when
+            # each line has one space (no timestamp, exemplar or spaced label value) and ends.
+            shape = block.translate(None, _ALL_BUT_SPACE_AND_NEWLINE)
+            lines = len(shape) // 2
+            if needles and shape == _ONE_SPACE_LINE * lines and sum(
+                payload.count(needle, start - 1, end) for needle in needles
+            ) == lines:
+                builder.pieces.append((block, self.line, lines))
                 builder.has_samples = True
-                return
-        text = self._decode(payload[start:end])
-        if text is None:
-            return
-        for offset, line in enumerate(text.split("\n")[:lines]):
-            if line:
-                self._slow_line(line, self.line + offset)
+                return lines
+        lines = block.count(b"\n")
+        text = self._decode(block)
+        if text is not None:
+            for offset, line in enumerate(text.split("\n")[:lines]):
+                if line:
+                    self._slow_line(line, self.line + offset)
+        return lines
 
     def _slow_line(self, line: str, line_no: int) -> None:
         try:
@@ -293,15 +356,22 @@ class _Reader:
             if builder.problem not in self.result.problems:
                 self.result.problems.append(builder.problem)
             return
-        _, canonical, _ = allowed_suffixes(builder.declared, builder.type, self.fmt)
-        meta = FamilyMeta(canonical, builder.type, builder.help, builder.unit)
+        meta = builder.meta
+        if meta is None or meta.unit != builder.unit:
+            _, canonical, _ = allowed_suffixes(builder.declared, builder.type, self.fmt)
+            meta = FamilyMeta(canonical, builder.type, builder.help, builder.unit)
         if builder.samples is None:
-            body = b"".join(self.payload[start:end] for start, end, _, _ in builder.pieces)
-            first = builder.pieces[0][2] if builder.pieces else builder.first_line
-            count = sum(piece[3] for piece in builder.pieces)
+            body = b"".join(block for block, _, _ in builder.pieces)
+            first = builder.pieces[0][1] if builder.pieces else builder.first_line
+            count = sum(piece[2] for piece in builder.pieces)
             self.result.families.append(RawFamily(meta, body, self.fmt, first, count))
             return
         self.result.families.append(Family(meta, tuple(builder.samples)))
+
+
+def _needs_exact_parser(block: bytes) -> bool:
+    """A block with escapes, NUL bytes or invalid UTF-8 is parsed line by line."""
+    return b"\\" in block or b"\x00" in block or not _is_utf8(block)
 
 
 def _is_utf8(payload: bytes) -> bool:
@@ -376,7 +446,8 @@ def read_exposition(payload: bytes, fmt: Format, verify: Verify = Verify.STRUCTU
     """Read a whole payload; raise ``ExpositionError`` only when nothing in it can be trusted."""
     if not payload:
         raise ExpositionError("empty exposition (0 bytes)")
-    crlf = payload.find(b"\r\n")
+    # `in` with one byte is a memchr; a two-byte find would crawl through every newline.
+    crlf = payload.find(b"\r\n") if b"\r" in payload else -1
     if crlf >= 0:
         line = payload.count(b"\n", 0, crlf) + 1
         raise ExpositionError("CRLF line ending; exposition lines end with \\n only", line=line)
