@@ -55,7 +55,7 @@ EXPECTED: dict[str, list[str]] = {
     "two_rules_same_family": ["6: families.sglang:mm_embed_batch_size: produced by 2 rules (lines 3, 6)"],
     "unknown_key": [
         "6: families.sglang:request_waiting_time.sorce: unknown key (did you mean 'source'? known keys: "
-        "branches, disposition, factor, help, idle, keep_source, match, note, relabel, source, template, "
+        "branches, derive, disposition, factor, help, idle, keep_source, match, note, relabel, source, template, "
         "type, unit, warm_zero)",
         "3: families.sglang:request_waiting_time: missing required field 'source' while disposition is alias",
     ],

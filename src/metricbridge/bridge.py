@@ -24,7 +24,7 @@ from metricbridge.model import AnyFamily, Format
 from metricbridge.rules import CompiledRules
 from metricbridge.scrape import Upstream, fetch
 from metricbridge.selfmetrics import SelfMetrics
-from metricbridge.translate import RowState, Translation, sample_count, translate
+from metricbridge.translate import RowState, SynthState, Translation, sample_count, translate
 
 log = logging.getLogger("metricbridge.bridge")
 
@@ -91,11 +91,14 @@ class Bridge:
         self._latest: Snapshot | None = None
         self._inflight: asyncio.Task[Snapshot] | None = None
         self._was_up: dict[str, bool] = {}
+        self.state = SynthState()  # rates and idleness carried from fetch to fetch
+        self.server_info: dict[str, object] | None = None  # kept fresh by a background poller
 
     def replace_rules(self, rules: CompiledRules) -> None:
         """Swap the rules; the next scrape fetches afresh so it is translated with them."""
         self.rules = rules
         self._latest = None
+        self.state = SynthState()
 
     async def snapshot(self, timeout: float) -> Snapshot:
         """The latest snapshot if fresh, else the one being fetched, else a new fetch."""
@@ -123,14 +126,25 @@ class Bridge:
         outcomes = await asyncio.gather(*fetches)
         results = tuple(result for result, _ in outcomes)
         translation = None
+        loop = asyncio.get_running_loop()
         if any(result.ok for result in results):
             started = time.perf_counter()
             merged = self._merge([families for _, families in outcomes])
-            translation = translate(merged, rules)
+            translation = translate(merged, rules, self.state, now=loop.time(), server_info=self.server_info)
+            self.state = translation.state
             self.metrics.translation_duration.observe(time.perf_counter() - started)
             self._account(translation)
-        loop = asyncio.get_running_loop()
+        else:
+            # Nothing observed: idleness must be re-established once the engine answers again.
+            self.state = SynthState(self.state.counters)
+        self.metrics.idle_state(self.state.idle, translation.zeroed if translation else (), loop.time())
         return Snapshot(loop.time(), results, translation, self.settings.gzip_level)
+
+    def age(self) -> float | None:
+        """Seconds since the latest fetch finished, or None before the first."""
+        if self._latest is None:
+            return None
+        return asyncio.get_running_loop().time() - self._latest.finished_at
 
     async def _fetch_one(self, upstream: Upstream, timeout: float) -> tuple[UpstreamResult, list[AnyFamily]]:
         metrics = self.metrics
@@ -201,3 +215,4 @@ class Bridge:
             states[status.state] += 1
         for state, count in states.items():
             metrics.contract_rows.labels(state.value).set(count)
+        metrics.warm_zero_series.set(translation.warm_zero_series)

@@ -19,7 +19,7 @@ from metricbridge.config import load_config
 from metricbridge.errors import ConfigError
 from metricbridge.logs import configure_logging
 from metricbridge.scrape import parse_upstream
-from metricbridge.server import ServiceSettings, make_app, reload_config
+from metricbridge.server import ServiceSettings, make_app, reload_config, with_idle_switch
 
 DEFAULT_LISTEN = ":9850"
 EXIT_OK, EXIT_USAGE = 0, 2
@@ -56,6 +56,9 @@ def add_service_options(parser: argparse.ArgumentParser) -> None:
                         "is used when smaller (default 10; env METRICBRIDGE_UPSTREAM_TIMEOUT)")
     parser.add_argument("--upstream-max-bytes", type=int, default=_number(int, _env("UPSTREAM_MAX_BYTES", str(64 << 20))),
                         help="largest upstream body accepted (default 64 MiB; env METRICBRIDGE_UPSTREAM_MAX_BYTES)")
+    parser.add_argument("--no-server-info", action="store_true", default=_env("NO_SERVER_INFO") == "1",
+                        help="do not poll the engine's /server_info (rows derived from it are then reported "
+                        "missing; env METRICBRIDGE_NO_SERVER_INFO=1)")
     parser.add_argument("--cache-ttl", type=float, default=_number(float, _env("CACHE_TTL", "1")),
                         help="seconds a finished fetch is reused by later scrapes (default 1; 0 = only "
                         "scrapes arriving during a fetch share it; env METRICBRIDGE_CACHE_TTL)")
@@ -90,7 +93,8 @@ def service_settings(args: argparse.Namespace) -> ServiceSettings:
     if args.upstream_timeout <= 0 or args.upstream_max_bytes <= 0 or args.cache_ttl < 0:
         raise ValueError("--upstream-timeout and --upstream-max-bytes must be positive, --cache-ttl not negative")
     fetch = FetchSettings(args.upstream_timeout, args.upstream_max_bytes, args.cache_ttl)
-    return ServiceSettings(upstreams, args.config, fetch)
+    return ServiceSettings(upstreams, args.config, fetch, server_info=not args.no_server_info)
+
 
 
 def run_serve(args: argparse.Namespace) -> int:
@@ -99,7 +103,7 @@ def run_serve(args: argparse.Namespace) -> int:
     try:
         settings = service_settings(args)
         host, port = parse_listen(args.listen)
-        config = load_config(settings.config_path)
+        config = with_idle_switch(load_config(settings.config_path))
     except ValueError as exc:
         print(f"metricbridge: {exc}", file=sys.stderr)
         return EXIT_USAGE

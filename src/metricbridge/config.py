@@ -16,6 +16,7 @@ from typing import TypeVar
 
 import yaml
 
+from metricbridge.config_synth import Derive, IdleConfig, parse_derive, parse_idle
 from metricbridge.errors import ConfigError, ConfigIssue
 from metricbridge.exposition_reader import Verify
 from metricbridge.model import MetricType
@@ -45,6 +46,7 @@ class Disposition(StrEnum):
     SELECT = "select"  # one labelled slice of a family becomes its own family
     RELABEL = "relabel"  # labels rewritten
     DROP = "drop"  # the family is not served
+    DERIVE = "derive"  # computed from community families or /server_info
     ENGINE = "engine"  # needs instrumentation inside the engine
     STRUCTURAL = "structural"  # never emitted, by contract
 
@@ -112,6 +114,7 @@ class FamilyRule:
     branches: tuple[str, ...] = ()
     warm_zero: WarmZero | None = None
     idle: IdlePolicy | None = None
+    derive: Derive | None = None
 
     @property
     def input_name(self) -> str:
@@ -137,11 +140,12 @@ class Config:
     families: tuple[FamilyRule, ...] = ()
     items: tuple[ContractItem, ...] = ()
     validation: Verify = Verify.STRUCTURE
+    idle: IdleConfig = IdleConfig()
 
 
 _RULE_KEYS = {
     "disposition", "type", "source", "keep_source", "factor", "match", "relabel", "help", "unit",
-    "note", "branches", "warm_zero", "idle", "template",
+    "note", "branches", "warm_zero", "idle", "template", "derive",
 }  # fmt: skip
 _RELABEL_KEYS = {"action", "source_labels", "separator", "regex", "target_label", "replacement"}
 _WARM_KEYS = {"labels_from", "keep_labels", "drop_labels", "defaults", "values", "set", "buckets"}
@@ -228,6 +232,8 @@ def _rule_fields(
             out[key] = strings(value_node, sub, issues)
         elif key == "warm_zero":
             out[key] = _warm_zero(value_node, sub, issues)
+        elif key == "derive":
+            out[key] = parse_derive(value_node, sub, issues)
         elif key != "template":
             out[key] = string(value_node, sub, issues)
     return out
@@ -309,7 +315,7 @@ def parse_config(text: str, source: str) -> Config:
         if not issues.items:
             issues.add(None, "", "the file is empty")
         raise ConfigError(issues.items)
-    top = mapping(root, "", issues, {"version", "validation", "families", "items"})
+    top = mapping(root, "", issues, {"version", "validation", "families", "items", "idle"})
     if "version" not in top:
         issues.add(
             root, "version", "missing required field 'version' (this release reads version 1)"
@@ -323,7 +329,8 @@ def parse_config(text: str, source: str) -> Config:
         validation = _enum(Verify, top["validation"][1], "validation", issues) or validation
     families = _families(top["families"][1], issues) if "families" in top else []
     items = _items(top["items"][1], issues) if "items" in top else []
-    config = Config(source, tuple(families), tuple(items), validation)
+    idle = parse_idle(top["idle"][1], issues) if "idle" in top else IdleConfig()
+    config = Config(source, tuple(families), tuple(items), validation, idle)
     check_config(config, issues)
     if issues.items:
         raise ConfigError(issues.items)

@@ -14,14 +14,15 @@ from metricbridge.yaml_nodes import Issues
 
 # Which optional fields each disposition requires (+) or forbids (-); others are optional.
 _NEEDS: dict[Disposition, tuple[set[str], set[str]]] = {
-    Disposition.NATIVE: (set(), {"source", "factor", "match", "relabel"}),
-    Disposition.ENGINE: (set(), {"source", "factor", "match", "relabel"}),
-    Disposition.STRUCTURAL: (set(), {"source", "factor", "match", "relabel", "warm_zero"}),
-    Disposition.DROP: (set(), {"source", "factor", "match", "relabel", "warm_zero"}),
-    Disposition.ALIAS: ({"source"}, {"factor", "match", "relabel"}),
-    Disposition.SCALE: ({"source", "factor"}, {"match", "relabel"}),
-    Disposition.SELECT: ({"source", "match"}, {"factor", "relabel"}),
-    Disposition.RELABEL: ({"relabel"}, {"factor", "match"}),
+    Disposition.NATIVE: (set(), {"source", "factor", "match", "relabel", "derive"}),
+    Disposition.ENGINE: (set(), {"source", "factor", "match", "relabel", "derive"}),
+    Disposition.STRUCTURAL: (set(), {"source", "factor", "match", "relabel", "warm_zero", "derive"}),
+    Disposition.DROP: (set(), {"source", "factor", "match", "relabel", "warm_zero", "derive"}),
+    Disposition.ALIAS: ({"source"}, {"factor", "match", "relabel", "derive"}),
+    Disposition.SCALE: ({"source", "factor"}, {"match", "relabel", "derive"}),
+    Disposition.SELECT: ({"source", "match"}, {"factor", "relabel", "derive"}),
+    Disposition.RELABEL: ({"relabel"}, {"factor", "match", "derive"}),
+    Disposition.DERIVE: ({"derive"}, {"source", "factor", "match", "relabel"}),
 }
 _SCALABLE = {MetricType.COUNTER, MetricType.GAUGE, MetricType.HISTOGRAM, MetricType.SUMMARY}
 _RESERVED_LABELS = {"le", "quantile", "__name__"}
@@ -87,6 +88,8 @@ def _check_shape(rule: FamilyRule, issues: Issues) -> None:
         _check_factor(rule, where, issues)
     if rule.warm_zero is not None:
         _check_warm_zero(rule, where, issues)
+    if rule.derive is not None and rule.type is not MetricType.GAUGE:
+        issues.items.append(_issue(issues, rule, f"{where}.derive", f"derived families are gauges, not a {rule.type}"))
     if rule.idle is not None and rule.type is not MetricType.GAUGE:
         issues.items.append(
             _issue(

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from metricbridge.config import Config, Disposition, FamilyRule, RelabelAction
+from metricbridge.config import Config, Disposition, FamilyRule, IdlePolicy, RelabelAction
+from metricbridge.config_synth import IdleConfig
 from metricbridge.exposition_reader import Verify
 from metricbridge.templates import compile_template
 
@@ -52,6 +53,9 @@ class CompiledRules:
     by_input: dict[str, tuple[CompiledRule, ...]]
     consumed: frozenset[str]  # upstream families not served under their own name
     validation: Verify
+    dispositions: dict[str, Disposition]
+    idle: IdleConfig
+    idle_zero: frozenset[str]  # gauges served as 0 while the engine is idle
 
     @property
     def rows(self) -> tuple[FamilyRule, ...]:
@@ -93,4 +97,10 @@ def compile_rules(config: Config) -> CompiledRules:
         if rule.disposition is Disposition.DROP or (not compiled.in_place and not rule.keep_source):
             consumed.add(rule.input_name)
     frozen = {name: tuple(rules) for name, rules in by_input.items()}
-    return CompiledRules(config, frozen, frozenset(consumed), config.validation)
+    dispositions = {rule.name: rule.disposition for rule in config.families}
+    policies = {rule.name: rule.idle for rule in config.families if rule.idle is not None}
+    zero = {name for name in config.idle.zero if policies.get(name) is not IdlePolicy.PASS}
+    zero |= {name for name, policy in policies.items() if policy is IdlePolicy.ZERO}
+    return CompiledRules(
+        config, frozen, frozenset(consumed), config.validation, dispositions, config.idle, frozenset(zero)
+    )

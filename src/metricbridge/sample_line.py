@@ -110,8 +110,28 @@ def _read_labels(line: str, pos: int, name: str | None) -> tuple[str | None, Lab
             raise LineError(f"expected ',' or '}}' at column {pos + 1}")
 
 
+# The shape prometheus_client writes: no escapes, no quoted names, one space, no timestamp.
+_PLAIN_LINE = re.compile(
+    r'([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{((?:[a-zA-Z_][a-zA-Z0-9_]*="[^"\\\n]*",)*'
+    r'(?:[a-zA-Z_][a-zA-Z0-9_]*="[^"\\\n]*")?)\})? ([^ ]+)'
+)
+_PLAIN_PAIR = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"')
+
+
 def parse_sample(line: str, fmt: Format) -> Sample:
     """Parse one sample line of either format; raise ``LineError`` naming what is wrong."""
+    plain = _PLAIN_LINE.fullmatch(line)
+    if plain is not None:
+        parsed = parse_value(plain.group(3))
+        if parsed is not None:
+            pairs = plain.group(2)
+            labels = tuple(_PLAIN_PAIR.findall(pairs)) if pairs else ()
+            return Sample(plain.group(1), labels, parsed[0], parsed[1])
+    return _parse_general(line, fmt)
+
+
+def _parse_general(line: str, fmt: Format) -> Sample:
+    """The full grammar: escapes, quoted UTF-8 names, timestamps, exemplars, errors."""
     name: str | None = None
     pos = 0
     if not line.startswith("{"):

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gzip
 import json
 import logging
+import os
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -15,6 +17,7 @@ import aiohttp
 from aiohttp import web
 
 from metricbridge import __version__
+from metricbridge.background import heartbeat, poll_server_info, server_info_urls
 from metricbridge.bridge import Bridge, FetchSettings
 from metricbridge.config import Config, load_config
 from metricbridge.errors import ConfigError
@@ -37,6 +40,7 @@ class ServiceSettings:
     config_path: Path | None = None
     fetch: FetchSettings = FetchSettings()
     timeout_offset: float = 0.5
+    server_info: bool = True  # poll the first upstream's /server_info for derived rows
 
 
 @dataclass(slots=True)
@@ -58,11 +62,25 @@ async def _bridge_ctx(app: web.Application) -> AsyncIterator[None]:
     state = app[STATE]
     connector = aiohttp.TCPConnector(limit=16, limit_per_host=4)
     async with aiohttp.ClientSession(connector=connector, auto_decompress=False) as session:
-        state.bridge = Bridge(
+        bridge = state.bridge = Bridge(
             state.settings.upstreams, compile_rules(state.config), session, state.metrics, state.settings.fetch
         )
+        tasks = [asyncio.create_task(heartbeat(bridge))]
+        if state.settings.server_info:
+            urls = server_info_urls(state.settings.upstreams[0])
+            tasks.append(asyncio.create_task(poll_server_info(bridge, urls)))
         yield
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         state.bridge = None
+
+
+def with_idle_switch(config: Config) -> Config:
+    """The contract's switch: SGLANG_IDLE_METRIC_HEARTBEAT=1 turns idle zeroing on."""
+    if os.environ.get("SGLANG_IDLE_METRIC_HEARTBEAT", "").strip().lower() in ("1", "true", "yes", "on"):
+        return dataclasses.replace(config, idle=dataclasses.replace(config.idle, enabled=True))
+    return config
 
 
 def _bridge(request: web.Request) -> Bridge:
@@ -130,7 +148,7 @@ async def reload_config(app: web.Application) -> list[str]:
     state = app[STATE]
     async with state.reload_lock:
         try:
-            config = load_config(state.settings.config_path)
+            config = with_idle_switch(load_config(state.settings.config_path))
             rules = compile_rules(config)
         except ConfigError as exc:
             state.metrics.reload_success.set(0)

@@ -7,16 +7,19 @@ for the service's self-metrics and for the contract report.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
 from metricbridge.config import Disposition, FamilyRule
 from metricbridge.errors import ExpositionError
 from metricbridge.exposition_reader import parse_family
-from metricbridge.model import AnyFamily, Family, FamilyMeta, RawFamily
+from metricbridge.derive import derive_all
+from metricbridge.idle import IdleState, observe, zero_gauges
+from metricbridge.model import AnyFamily, Family, FamilyMeta, Labels, RawFamily
 from metricbridge.ops import relabel, rename, scale, select
 from metricbridge.rules import CompiledRule, CompiledRules
+from metricbridge.warm_zero import warm_zero
 
 
 class RowState(StrEnum):
@@ -24,6 +27,7 @@ class RowState(StrEnum):
 
     NATIVE = "native"  # served under the contract name by the engine itself
     TRANSLATED = "translated"  # served, computed from a community family
+    SYNTHESIZED = "synthesized"  # served as warm-zero: 0 until the engine has the series
     MISSING = "missing"  # not served; see the reason
     STRUCTURAL = "structural"  # absent by contract
 
@@ -48,6 +52,14 @@ class TranslationStats:
 
 
 @dataclass(frozen=True, slots=True)
+class SynthState:
+    """What translation carries from one upstream fetch to the next (rates, idleness)."""
+
+    counters: dict[tuple[str, Labels], float] = field(default_factory=dict)
+    idle: IdleState = IdleState()
+
+
+@dataclass(frozen=True, slots=True)
 class Translation:
     """What one upstream payload became."""
 
@@ -55,6 +67,9 @@ class Translation:
     stats: TranslationStats
     problems: tuple[ExpositionError, ...]
     rows: dict[str, RowStatus]
+    state: SynthState = SynthState()
+    zeroed: tuple[str, ...] = ()  # gauges served as 0 because the engine is idle
+    warm_zero_series: int = 0
 
 
 def sample_count(family: AnyFamily) -> int:
@@ -78,14 +93,19 @@ class _Run:
         self.problems: list[ExpositionError] = []
         self.rows: dict[str, RowStatus] = {}
         self.out: list[AnyFamily] = []
+        self.parse_cache: dict[str, Family | None] = {}
 
     def parsed(self, family: AnyFamily) -> Family | None:
+        if family.name in self.parse_cache:  # two selects of one family parse it once
+            return self.parse_cache[family.name]
         try:
-            return parse_family(family)
+            result = self.parse_cache[family.name] = parse_family(family)
         except ExpositionError as exc:
+            self.parse_cache[family.name] = None
             self.problems.append(exc)
             self.stats.dropped["malformed"] += sample_count(family)
             return None
+        return result
 
     def family(self, family: AnyFamily) -> None:
         self.stats.samples_in += sample_count(family)
@@ -161,13 +181,47 @@ class _Run:
         return RowStatus(RowState.MISSING, f"source {rule.input_name} is absent upstream")
 
 
-def translate(upstream: Sequence[AnyFamily], rules: CompiledRules) -> Translation:
-    """Apply the rules to one upstream payload's families."""
+def _synthesize(run: _Run, state: SynthState, now: float, server_info: Mapping[str, object] | None) -> tuple[SynthState, tuple[str, ...], int]:
+    """Derived families, warm-zero series, then idle zeroing, in that order."""
+    rules = run.rules
+    derived, counters = derive_all(run.out, rules.rows, state.counters, server_info)
+    for name, result in derived.items():
+        if result.family is not None:
+            run.out.append(result.family)
+            run.rows[name] = RowStatus(RowState.TRANSLATED, result.reason)
+        elif name not in run.present:
+            run.rows[name] = RowStatus(RowState.MISSING, result.reason)
+    before = {family.name for family in run.out}
+    warm = warm_zero(run.out, rules.rows)
+    for name, outcome in warm.items():
+        if outcome.synthesized and name not in before:
+            source = "engine has no source" if rules.dispositions[name] is Disposition.ENGINE else "not yet seen upstream"
+            run.rows[name] = RowStatus(RowState.SYNTHESIZED, f"warm-zero, {source}: {outcome.reason}")
+        elif not outcome.synthesized and name not in before:
+            run.rows.setdefault(name, RowStatus(RowState.MISSING, outcome.reason))
+    idle_state, zeroed = state.idle, ()
+    if rules.idle.enabled:
+        idle_state = observe(run.out, rules.idle, state.idle, now)
+        if idle_state.idle:
+            zeroed = tuple(zero_gauges(run.out, rules.idle_zero))
+    return SynthState(counters, idle_state), zeroed, sum(o.synthesized for o in warm.values())
+
+
+def translate(
+    upstream: Sequence[AnyFamily],
+    rules: CompiledRules,
+    state: SynthState | None = None,
+    *,
+    now: float = 0.0,
+    server_info: Mapping[str, object] | None = None,
+) -> Translation:
+    """Apply the rules to one upstream payload's families; ``state`` comes from the previous call."""
     run = _Run(rules, upstream)
     for family in upstream:
         run.family(family)
+    new_state, zeroed, warm_series = _synthesize(run, state or SynthState(), now, server_info)
     served = {family.name for family in run.out}
     rows = {rule.name: run.row_status(rule, served) for rule in rules.rows}
     run.stats.families_out = len(run.out)
     run.stats.samples_out = sum(sample_count(family) for family in run.out)
-    return Translation(tuple(run.out), run.stats, tuple(run.problems), rows)
+    return Translation(tuple(run.out), run.stats, tuple(run.problems), rows, new_state, zeroed, warm_series)
