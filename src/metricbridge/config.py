@@ -16,7 +16,7 @@ from typing import TypeVar
 
 import yaml
 
-from metricbridge.config_synth import Derive, IdleConfig, parse_derive, parse_idle
+from metricbridge.config_synth import Derive, IdleConfig, NamingConfig, parse_derive, parse_idle, parse_naming
 from metricbridge.errors import ConfigError, ConfigIssue
 from metricbridge.exposition_reader import Verify
 from metricbridge.model import MetricType
@@ -141,6 +141,7 @@ class Config:
     items: tuple[ContractItem, ...] = ()
     validation: Verify = Verify.STRUCTURE
     idle: IdleConfig = IdleConfig()
+    naming: NamingConfig = NamingConfig()
 
 
 _RULE_KEYS = {
@@ -315,7 +316,7 @@ def parse_config(text: str, source: str) -> Config:
         if not issues.items:
             issues.add(None, "", "the file is empty")
         raise ConfigError(issues.items)
-    top = mapping(root, "", issues, {"version", "validation", "families", "items", "idle"})
+    top = mapping(root, "", issues, {"version", "validation", "families", "items", "idle", "naming"})
     if "version" not in top:
         issues.add(
             root, "version", "missing required field 'version' (this release reads version 1)"
@@ -330,7 +331,8 @@ def parse_config(text: str, source: str) -> Config:
     families = _families(top["families"][1], issues) if "families" in top else []
     items = _items(top["items"][1], issues) if "items" in top else []
     idle = parse_idle(top["idle"][1], issues) if "idle" in top else IdleConfig()
-    config = Config(source, tuple(families), tuple(items), validation, idle)
+    naming = parse_naming(top["naming"][1], issues) if "naming" in top else NamingConfig()
+    config = Config(source, tuple(families), tuple(items), validation, idle, naming)
     check_config(config, issues)
     if issues.items:
         raise ConfigError(issues.items)

@@ -58,6 +58,20 @@ class IdleConfig:
     zero: tuple[str, ...] = ()  # gauges served as 0 while idle
 
 
+@dataclass(frozen=True, slots=True)
+class NamingConfig:
+    """The contract prefix and what to do about its escaped spelling."""
+
+    prefix: str = "sglang:"
+    restore_escaped: bool = True  # upstream `sglang_x` families are served as `sglang:x`
+    also_serve_escaped: bool = False  # also serve `sglang_x` copies of every `sglang:x` family
+
+    @property
+    def escaped_prefix(self) -> str:
+        """The prefix as underscore escaping writes it."""
+        return self.prefix.replace(":", "_")
+
+
 _OPERAND_KEYS = {"family", "match", "server_info", "per_dp_worker"}
 _DERIVE_KEYS = {"op", "numerator", "denominator", "by", "minimum", "labels_from", "drop_labels"}
 _IDLE_KEYS = {"enabled", "after_seconds", "heartbeat_seconds", "when_zero", "when_flat", "zero"}
@@ -146,3 +160,21 @@ def parse_idle(node: yaml.Node, issues: Issues) -> IdleConfig:
             values[key] = names
     clean = {k: v for k, v in values.items() if v is not None}
     return IdleConfig(**clean)  # type: ignore[arg-type]
+
+
+_NAMING_KEYS = {"prefix", "restore_escaped", "also_serve_escaped"}
+
+
+def parse_naming(node: yaml.Node, issues: Issues) -> NamingConfig:
+    """Read the top-level ``naming`` section."""
+    values: dict[str, object] = {}
+    for key, (_, value) in mapping(node, "naming", issues, _NAMING_KEYS).items():
+        sub = f"naming.{key}"
+        if key == "prefix":
+            prefix = string(value, sub, issues)
+            if prefix is not None and not METRIC_NAME.fullmatch(prefix + "x"):
+                issues.add(value, sub, f"invalid metric name prefix {prefix!r}")
+            values[key] = prefix
+        else:
+            values[key] = boolean(value, sub, issues)
+    return NamingConfig(**{k: v for k, v in values.items() if v is not None})  # type: ignore[arg-type]

@@ -17,6 +17,7 @@ from metricbridge.exposition_reader import parse_family
 from metricbridge.derive import derive_all
 from metricbridge.idle import IdleState, observe, zero_gauges
 from metricbridge.model import AnyFamily, Family, FamilyMeta, Labels, RawFamily
+from metricbridge.naming import escaped_copies, restore_escaped
 from metricbridge.ops import relabel, rename, scale, select
 from metricbridge.rules import CompiledRule, CompiledRules
 from metricbridge.warm_zero import warm_zero
@@ -48,6 +49,7 @@ class TranslationStats:
     samples_in: int = 0
     families_out: int = 0
     samples_out: int = 0
+    names_restored: int = 0  # upstream families renamed from the escaped prefix spelling
     dropped: Counter[str] = field(default_factory=Counter)
 
 
@@ -216,10 +218,14 @@ def translate(
     server_info: Mapping[str, object] | None = None,
 ) -> Translation:
     """Apply the rules to one upstream payload's families; ``state`` comes from the previous call."""
+    naming = rules.config.naming
+    upstream, restored = restore_escaped(upstream, naming)
     run = _Run(rules, upstream)
+    run.stats.names_restored = restored
     for family in upstream:
         run.family(family)
     new_state, zeroed, warm_series = _synthesize(run, state or SynthState(), now, server_info)
+    run.out.extend(escaped_copies(run.out, naming))
     served = {family.name for family in run.out}
     rows = {rule.name: run.row_status(rule, served) for rule in rules.rows}
     run.stats.families_out = len(run.out)
