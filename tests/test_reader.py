@@ -159,3 +159,12 @@ def test_structure_mode_trusts_line_syntax_inside_vouched_blocks(case: str) -> N
     assert not structure.problems
     assert write_exposition(structure.families, Format.TEXT).endswith(bad.split(b"\n", 1)[1])
     assert read_exposition(bad, Format.TEXT, Verify.FULL).problems
+
+
+def test_family_split_by_a_comment_mixes_vouched_and_parsed_blocks() -> None:
+    """A vouched block, a comment, then a line the fast path refuses: all samples kept, in order."""
+    payload = b'# TYPE g gauge\ng{a="1"} 1\n# a comment inside the family\ng{a="2"} 2 1700000000000\n'
+    (family,) = read_exposition(payload, Format.TEXT).families
+    assert isinstance(family, Family)
+    assert [s.value for s in family.samples] == [1.0, 2.0]
+    assert write_exposition([family], Format.TEXT).endswith(b'g{a="1"} 1\ng{a="2"} 2 1700000000000\n')

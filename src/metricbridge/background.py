@@ -26,11 +26,16 @@ def server_info_urls(upstream: Upstream) -> list[str]:
     return [f"{parts.scheme}://{parts.netloc}{path}" for path in SERVER_INFO_PATHS]
 
 
-async def fetch_server_info(session: aiohttp.ClientSession, urls: list[str], timeout: float) -> dict[str, object] | None:
+async def fetch_server_info(
+    session: aiohttp.ClientSession, urls: list[str], timeout: float
+) -> dict[str, object] | None:
     """The first URL that answers 200 with a JSON object; None (and a debug log) otherwise."""
     for url in urls:
         try:
-            async with asyncio.timeout(timeout), session.get(url, headers={"Accept": "application/json"}) as response:
+            async with (
+                asyncio.timeout(timeout),
+                session.get(url, headers={"Accept": "application/json"}) as response,
+            ):
                 if response.status == 404:
                     continue
                 if response.status != 200:
@@ -44,10 +49,14 @@ async def fetch_server_info(session: aiohttp.ClientSession, urls: list[str], tim
     return None
 
 
-async def poll_server_info(bridge: Bridge, urls: list[str], period: float = SERVER_INFO_PERIOD) -> None:
+async def poll_server_info(
+    bridge: Bridge, urls: list[str], period: float = SERVER_INFO_PERIOD
+) -> None:
     """Refresh ``bridge.server_info`` at start and every ``period``; keep the last good answer."""
     while True:
-        info = await fetch_server_info(bridge.session, urls, timeout=min(5.0, bridge.settings.timeout_cap))
+        info = await fetch_server_info(
+            bridge.session, urls, timeout=min(5.0, bridge.settings.timeout_cap)
+        )
         bridge.metrics.server_info_up.set(1 if info is not None else 0)
         if info is not None:
             if bridge.server_info is None:

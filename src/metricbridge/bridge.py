@@ -65,7 +65,9 @@ class Snapshot:
         key = (fmt, compressed)
         if key not in self._renders:
             if compressed:
-                self._renders[key] = gzip.compress(self.engine_part(fmt, compressed=False), self.gzip_level)
+                self._renders[key] = gzip.compress(
+                    self.engine_part(fmt, compressed=False), self.gzip_level
+                )
             else:
                 families = self.translation.families if self.translation else ()
                 self._renders[key] = write_exposition(families, fmt).removesuffix(b"# EOF\n")
@@ -130,14 +132,18 @@ class Bridge:
         if any(result.ok for result in results):
             started = time.perf_counter()
             merged = self._merge([families for _, families in outcomes])
-            translation = translate(merged, rules, self.state, now=loop.time(), server_info=self.server_info)
+            translation = translate(
+                merged, rules, self.state, now=loop.time(), server_info=self.server_info
+            )
             self.state = translation.state
             self.metrics.translation_duration.observe(time.perf_counter() - started)
             self._account(translation)
         else:
             # Nothing observed: idleness must be re-established once the engine answers again.
             self.state = SynthState(self.state.counters)
-        self.metrics.idle_state(self.state.idle, translation.zeroed if translation else (), loop.time())
+        self.metrics.idle_state(
+            self.state.idle, translation.zeroed if translation else (), loop.time()
+        )
         return Snapshot(loop.time(), results, translation, self.settings.gzip_level)
 
     def age(self) -> float | None:
@@ -146,10 +152,14 @@ class Bridge:
             return None
         return asyncio.get_running_loop().time() - self._latest.finished_at
 
-    async def _fetch_one(self, upstream: Upstream, timeout: float) -> tuple[UpstreamResult, list[AnyFamily]]:
+    async def _fetch_one(
+        self, upstream: Upstream, timeout: float
+    ) -> tuple[UpstreamResult, list[AnyFamily]]:
         metrics = self.metrics
         try:
-            fetched = await fetch(self.session, upstream, timeout=timeout, max_bytes=self.settings.max_bytes)
+            fetched = await fetch(
+                self.session, upstream, timeout=timeout, max_bytes=self.settings.max_bytes
+            )
             metrics.upstream_duration.labels(upstream.label).observe(fetched.duration)
             # A server with no metric families yet (a cold EPD encoder) answers 200 with no body.
             exposition = (
@@ -192,8 +202,15 @@ class Bridge:
                     self.metrics.samples_dropped.labels("reserved_name").inc(sample_count(family))
                     continue
                 if family.name in seen:
-                    log.warning("family %s from %s duplicates %s's; dropped", family.name, upstream.label, seen[family.name])
-                    self.metrics.samples_dropped.labels("duplicate_family").inc(sample_count(family))
+                    log.warning(
+                        "family %s from %s duplicates %s's; dropped",
+                        family.name,
+                        upstream.label,
+                        seen[family.name],
+                    )
+                    self.metrics.samples_dropped.labels("duplicate_family").inc(
+                        sample_count(family)
+                    )
                     continue
                 seen[family.name] = upstream.label
                 merged.append(family)

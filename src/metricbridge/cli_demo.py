@@ -23,23 +23,37 @@ from metricbridge.simulator_encoder import SimulatedEncoder
 from metricbridge.simulator_engine import SimulatedEngine
 
 EXIT_OK, EXIT_USAGE = 0, 2
-_SHOWN = ("sglang:request_waiting_time_count", "sglang:engine_startup_time", "sglang:num_aborted_requests_total",
-          "sglang:encoder_num_requests_total", "sglang:cached_tokens_total")
+_SHOWN = (
+    "sglang:request_waiting_time_count",
+    "sglang:engine_startup_time",
+    "sglang:num_aborted_requests_total",
+    "sglang:encoder_num_requests_total",
+    "sglang:cached_tokens_total",
+)
 
 
 def add_demo_command(commands: Any) -> None:  # noqa: ANN401 - argparse's subparsers type is private
     """Register ``demo``."""
     parser = commands.add_parser(
-        "demo", help="run a simulated SGLang engine with the bridge in front of it",
+        "demo",
+        help="run a simulated SGLang engine with the bridge in front of it",
         description="Start a simulated SGLang server (LLM + EPD encoder endpoints) on loopback and the "
         "bridge in front of it, then print where to look. Stop with Ctrl-C.",
     )
-    parser.add_argument("--listen", default="127.0.0.1:9850", help="bridge address (default 127.0.0.1:9850)")
-    parser.add_argument("--engine-port", type=int, default=30000, help="simulated engine port (default 30000)")
+    parser.add_argument(
+        "--listen", default="127.0.0.1:9850", help="bridge address (default 127.0.0.1:9850)"
+    )
+    parser.add_argument(
+        "--engine-port", type=int, default=30000, help="simulated engine port (default 30000)"
+    )
     parser.add_argument("--dp", type=int, default=2, help="simulated DP ranks (default 2)")
     parser.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
-    parser.add_argument("-c", "--config", default=None, help="rules file (default: the shipped contract)")
-    parser.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
+    parser.add_argument(
+        "-c", "--config", default=None, help="rules file (default: the shipped contract)"
+    )
+    parser.add_argument(
+        "--log-level", default="warning", choices=["debug", "info", "warning", "error"]
+    )
     parser.set_defaults(handler=run_demo)
 
 
@@ -58,7 +72,9 @@ def run_demo(args: argparse.Namespace) -> int:
 
 async def _demo(args: argparse.Namespace, host: str, port: int, config: Any) -> None:  # noqa: ANN401
     engine = SimulatedEngine(dp_size=args.dp, seed=1)
-    simulator = await start_simulator("127.0.0.1", args.engine_port, engine=engine, encoder=SimulatedEncoder(seed=1))
+    simulator = await start_simulator(
+        "127.0.0.1", args.engine_port, engine=engine, encoder=SimulatedEncoder(seed=1)
+    )
     base = f"127.0.0.1:{args.engine_port}"
     upstreams = (parse_upstream(f"{base}/metrics"), parse_upstream(f"{base}/encoder/metrics"))
     runner = web.AppRunner(make_app(ServiceSettings(upstreams), config), access_log=None)
@@ -67,7 +83,9 @@ async def _demo(args: argparse.Namespace, host: str, port: int, config: Any) -> 
     bridge = f"http://{host}:{port}"
     print(f"simulated SGLang engine: http://{base}/metrics (+ /encoder/metrics, /server_info)")
     print(f"metricbridge:            {bridge}/metrics   contract report: {bridge}/contract")
-    print(f"try: curl -s {bridge}/metrics | grep -E '^sglang:(request_waiting_time|engine_startup_time)'")
+    print(
+        f"try: curl -s {bridge}/metrics | grep -E '^sglang:(request_waiting_time|engine_startup_time)'"
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -16,7 +16,14 @@ from typing import TypeVar
 
 import yaml
 
-from metricbridge.config_synth import Derive, IdleConfig, NamingConfig, parse_derive, parse_idle, parse_naming
+from metricbridge.config_synth import (
+    Derive,
+    IdleConfig,
+    NamingConfig,
+    parse_derive,
+    parse_idle,
+    parse_naming,
+)
 from metricbridge.errors import ConfigError, ConfigIssue
 from metricbridge.exposition_reader import Verify
 from metricbridge.model import MetricType
@@ -262,11 +269,13 @@ def _expand(
             f"template fields {sorted(values)} do not match the name's {sorted(fields)}",
         )
         return []
-    combos = itertools.product(*(values[f] for f in fields))
-    return [
-        _TEMPLATE_FIELD.sub(lambda m, c=dict(zip(fields, combo, strict=True)): c[m.group(1)], name)
-        for combo in combos
-    ]
+    names = []
+    for combo in itertools.product(*(values[f] for f in fields)):
+        concrete = name
+        for field_name, value in zip(fields, combo, strict=True):
+            concrete = concrete.replace("{" + field_name + "}", value)
+        names.append(concrete)
+    return names
 
 
 def _families(node: yaml.Node, issues: Issues) -> list[FamilyRule]:
@@ -316,7 +325,9 @@ def parse_config(text: str, source: str) -> Config:
         if not issues.items:
             issues.add(None, "", "the file is empty")
         raise ConfigError(issues.items)
-    top = mapping(root, "", issues, {"version", "validation", "families", "items", "idle", "naming"})
+    top = mapping(
+        root, "", issues, {"version", "validation", "families", "items", "idle", "naming"}
+    )
     if "version" not in top:
         issues.add(
             root, "version", "missing required field 'version' (this release reads version 1)"

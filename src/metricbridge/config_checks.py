@@ -16,7 +16,10 @@ from metricbridge.yaml_nodes import Issues
 _NEEDS: dict[Disposition, tuple[set[str], set[str]]] = {
     Disposition.NATIVE: (set(), {"source", "factor", "match", "relabel", "derive"}),
     Disposition.ENGINE: (set(), {"source", "factor", "match", "relabel", "derive"}),
-    Disposition.STRUCTURAL: (set(), {"source", "factor", "match", "relabel", "warm_zero", "derive"}),
+    Disposition.STRUCTURAL: (
+        set(),
+        {"source", "factor", "match", "relabel", "warm_zero", "derive"},
+    ),
     Disposition.DROP: (set(), {"source", "factor", "match", "relabel", "warm_zero", "derive"}),
     Disposition.ALIAS: ({"source"}, {"factor", "match", "relabel", "derive"}),
     Disposition.SCALE: ({"source", "factor"}, {"match", "relabel", "derive"}),
@@ -89,7 +92,11 @@ def _check_shape(rule: FamilyRule, issues: Issues) -> None:
     if rule.warm_zero is not None:
         _check_warm_zero(rule, where, issues)
     if rule.derive is not None and rule.type is not MetricType.GAUGE:
-        issues.items.append(_issue(issues, rule, f"{where}.derive", f"derived families are gauges, not a {rule.type}"))
+        issues.items.append(
+            _issue(
+                issues, rule, f"{where}.derive", f"derived families are gauges, not a {rule.type}"
+            )
+        )
     if rule.idle is not None and rule.type is not MetricType.GAUGE:
         issues.items.append(
             _issue(

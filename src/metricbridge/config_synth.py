@@ -77,7 +77,10 @@ _DERIVE_KEYS = {"op", "numerator", "denominator", "by", "minimum", "labels_from"
 _IDLE_KEYS = {"enabled", "after_seconds", "heartbeat_seconds", "when_zero", "when_flat", "zero"}
 # What each op needs (+) and refuses (-), checked at load so a typo never reaches the hot path.
 _DERIVE_NEEDS: dict[DeriveOp, tuple[set[str], set[str]]] = {
-    DeriveOp.RATIO_OF_DELTAS: ({"numerator", "denominator"}, {"labels_from", "drop_labels", "minimum"}),
+    DeriveOp.RATIO_OF_DELTAS: (
+        {"numerator", "denominator"},
+        {"labels_from", "drop_labels", "minimum"},
+    ),
     DeriveOp.RATIO: ({"numerator", "denominator"}, {"by", "labels_from", "drop_labels"}),
     DeriveOp.SERVER_INFO: ({"numerator"}, {"denominator", "by", "minimum"}),
     DeriveOp.SHARE_ZERO: ({"numerator"}, {"denominator", "labels_from", "drop_labels", "minimum"}),
@@ -111,13 +114,19 @@ def parse_derive(node: yaml.Node, path: str, issues: Issues) -> Derive | None:
     """Read a rule's ``derive`` block, checking the fields its ``op`` needs."""
     entries = mapping(node, path, issues, _DERIVE_KEYS)
     if "op" not in entries:
-        issues.add(node, path, f"missing required field 'op' ({'|'.join(op.value for op in DeriveOp)})")
+        issues.add(
+            node, path, f"missing required field 'op' ({'|'.join(op.value for op in DeriveOp)})"
+        )
         return None
     op_text = string(entries["op"][1], f"{path}.op", issues)
     try:
         op = DeriveOp(op_text or "")
     except ValueError:
-        issues.add(entries["op"][1], f"{path}.op", f"unknown value {op_text!r} (expected {'|'.join(o.value for o in DeriveOp)})")
+        issues.add(
+            entries["op"][1],
+            f"{path}.op",
+            f"unknown value {op_text!r} (expected {'|'.join(o.value for o in DeriveOp)})",
+        )
         return None
     needs, refuses = _DERIVE_NEEDS[op]
     for key in sorted(needs - entries.keys()):

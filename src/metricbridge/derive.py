@@ -28,7 +28,9 @@ class Derived:
     reason: str
 
 
-def _selected(operand: Operand, families: Mapping[str, AnyFamily]) -> list[tuple[Labels, float]] | None:
+def _selected(
+    operand: Operand, families: Mapping[str, AnyFamily]
+) -> list[tuple[Labels, float]] | None:
     """(labels without the matched ones, value) of the operand's series; None if absent."""
     family = parsed_or_none(families.get(operand.family or ""))
     if family is None:
@@ -47,7 +49,11 @@ def _group(labels: Labels, by: Sequence[str]) -> Labels:
 
 
 def _deltas(
-    name: str, series: list[tuple[Labels, float]], memory: CounterMemory, by: Sequence[str], seen: dict[tuple[str, Labels], float]
+    name: str,
+    series: list[tuple[Labels, float]],
+    memory: CounterMemory,
+    by: Sequence[str],
+    seen: dict[tuple[str, Labels], float],
 ) -> dict[Labels, float]:
     sums: dict[Labels, float] = {}
     for labels, value in series:
@@ -61,7 +67,12 @@ def _deltas(
     return sums
 
 
-def _ratio_of_deltas(derive: Derive, families: Mapping[str, AnyFamily], memory: CounterMemory, seen: dict[tuple[str, Labels], float]) -> list[tuple[Labels, float]] | str:
+def _ratio_of_deltas(
+    derive: Derive,
+    families: Mapping[str, AnyFamily],
+    memory: CounterMemory,
+    seen: dict[tuple[str, Labels], float],
+) -> list[tuple[Labels, float]] | str:
     numerator, denominator = derive.numerator, derive.denominator
     assert numerator is not None and denominator is not None  # noqa: S101 - config checks
     num = _selected(numerator, families)
@@ -69,11 +80,19 @@ def _ratio_of_deltas(derive: Derive, families: Mapping[str, AnyFamily], memory: 
     if num is None or den is None:
         absent = numerator.family if num is None else denominator.family
         return f"{absent} is absent upstream"
-    num_deltas = _deltas(f"{numerator.family}{sorted(numerator.match.items())}", num, memory, derive.by, seen)
-    den_deltas = _deltas(f"{denominator.family}{sorted(denominator.match.items())}", den, memory, derive.by, seen)
+    num_deltas = _deltas(
+        f"{numerator.family}{sorted(numerator.match.items())}", num, memory, derive.by, seen
+    )
+    den_deltas = _deltas(
+        f"{denominator.family}{sorted(denominator.match.items())}", den, memory, derive.by, seen
+    )
     if not den_deltas:
         return "no value yet: a rate needs two fetches"
-    out = [(group, num_deltas.get(group, 0.0) / moved) for group, moved in den_deltas.items() if moved > 0]
+    out = [
+        (group, num_deltas.get(group, 0.0) / moved)
+        for group, moved in den_deltas.items()
+        if moved > 0
+    ]
     return out or "no value: the denominator did not move since the previous fetch"
 
 
@@ -89,12 +108,19 @@ def _server_value(operand: Operand, server_info: Mapping[str, object] | None) ->
         return None
     value = float(raw)
     dp_size = server_info.get("dp_size")
-    if operand.per_dp_worker and server_info.get("enable_dp_attention") and isinstance(dp_size, int) and dp_size > 1:
+    if (
+        operand.per_dp_worker
+        and server_info.get("enable_dp_attention")
+        and isinstance(dp_size, int)
+        and dp_size > 1
+    ):
         value = float(int(value) // dp_size)  # SGLang's per_dp_max_running_requests
     return value
 
 
-def _ratio(derive: Derive, families: Mapping[str, AnyFamily], server_info: Mapping[str, object] | None) -> list[tuple[Labels, float]] | str:
+def _ratio(
+    derive: Derive, families: Mapping[str, AnyFamily], server_info: Mapping[str, object] | None
+) -> list[tuple[Labels, float]] | str:
     numerator, denominator = derive.numerator, derive.denominator
     assert numerator is not None and denominator is not None  # noqa: S101 - config checks
     num = _selected(numerator, families)
@@ -115,7 +141,9 @@ def _ratio(derive: Derive, families: Mapping[str, AnyFamily], server_info: Mappi
     return [(labels, value / den_value) for labels, value in num]
 
 
-def _from_server_info(derive: Derive, families: Mapping[str, AnyFamily], server_info: Mapping[str, object] | None) -> list[tuple[Labels, float]] | str:
+def _from_server_info(
+    derive: Derive, families: Mapping[str, AnyFamily], server_info: Mapping[str, object] | None
+) -> list[tuple[Labels, float]] | str:
     assert derive.numerator is not None  # noqa: S101 - config checks
     value = _server_value(derive.numerator, server_info)
     if value is None:
@@ -125,11 +153,16 @@ def _from_server_info(derive: Derive, families: Mapping[str, AnyFamily], server_
     reference = parsed_or_none(families.get(derive.labels_from))
     if reference is None:
         return f"{derive.labels_from} (for labels) is absent upstream"
-    label_sets = {tuple(p for p in labels if p[0] not in derive.drop_labels) for labels in series_labels(reference)}
+    label_sets = {
+        tuple(p for p in labels if p[0] not in derive.drop_labels)
+        for labels in series_labels(reference)
+    }
     return [(labels, value) for labels in sorted(label_sets)]
 
 
-def _share_zero(derive: Derive, families: Mapping[str, AnyFamily]) -> list[tuple[Labels, float]] | str:
+def _share_zero(
+    derive: Derive, families: Mapping[str, AnyFamily]
+) -> list[tuple[Labels, float]] | str:
     assert derive.numerator is not None  # noqa: S101 - config checks
     series = _selected(derive.numerator, families)
     if not series:

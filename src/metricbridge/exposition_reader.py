@@ -77,7 +77,9 @@ def _fast_needles(declared: str, mtype: MetricType, fmt: Format) -> tuple[bytes,
         return ()
     # Only labelled lines are vouched for: one needle per suffix keeps the scans few, and an
     # unlabelled series (a single line) costs little on the exact path.
-    return tuple(("\n" + base + suffix + "{").encode() for suffix in suffixes if suffix != "_created")
+    return tuple(
+        ("\n" + base + suffix + "{").encode() for suffix in suffixes if suffix != "_created"
+    )
 
 
 @dataclass(slots=True)
@@ -163,7 +165,9 @@ class _Reader:
                 self._remember(key, payload[pos:eol], payload[eol + 1 : end])
             return -1
         declared, meta = cached
-        if declared in self.finished or (self.current is not None and self.current.declared == declared):
+        if declared in self.finished or (
+            self.current is not None and self.current.declared == declared
+        ):
             return -1
         self._finish()
         self.current = _Builder(declared, self.line, meta.type, meta.help, typed=True, meta=meta)
@@ -194,7 +198,11 @@ class _Reader:
         if text == "# EOF":
             return self.fmt is Format.OPENMETRICS
         parts = text.split(" ", 3)
-        if len(parts) >= 3 and parts[1] in ("HELP", "TYPE", "UNIT") and not parts[2].startswith('"'):
+        if (
+            len(parts) >= 3
+            and parts[1] in ("HELP", "TYPE", "UNIT")
+            and not parts[2].startswith('"')
+        ):
             keyword, name, rest = parts[1], parts[2], parts[3] if len(parts) == 4 else ""
         else:
             match = _HEADER.fullmatch(text)  # quoted UTF-8 names, or not a header at all
@@ -263,9 +271,11 @@ class _Reader:
             # each line has one space (no timestamp, exemplar or spaced label value) and ends.
             shape = block.translate(None, _ALL_BUT_SPACE_AND_NEWLINE)
             lines = len(shape) // 2
-            if needles and shape == _ONE_SPACE_LINE * lines and sum(
-                payload.count(needle, start - 1, end) for needle in needles
-            ) == lines:
+            if (
+                needles
+                and shape == _ONE_SPACE_LINE * lines
+                and sum(payload.count(needle, start - 1, end) for needle in needles) == lines
+            ):
                 builder.pieces.append((block, self.line, lines))
                 builder.has_samples = True
                 return lines
@@ -316,10 +326,8 @@ class _Reader:
         """Switch a builder to parsed samples, parsing the raw blocks it holds so far."""
         if builder.samples is None:
             builder.samples = []
-            for start, end, line, _ in builder.pieces:
-                builder.samples.extend(
-                    _parse_lines(self.payload[start:end].decode(), line, self.fmt)
-                )
+            for block, line, _ in builder.pieces:
+                builder.samples.extend(_parse_lines(block.decode(), line, self.fmt))
             builder.pieces.clear()
         return builder.samples
 

@@ -47,7 +47,9 @@ def _all_zero(index: dict[str, AnyFamily], names: Iterable[str]) -> bool:
     return True
 
 
-def observe(families: Sequence[AnyFamily], config: IdleConfig, state: IdleState, now: float) -> IdleState:
+def observe(
+    families: Sequence[AnyFamily], config: IdleConfig, state: IdleState, now: float
+) -> IdleState:
     """Fold one upstream observation into the idle state."""
     index = by_name(families)
     sums = _counter_sums(index, config.when_flat)

@@ -17,7 +17,9 @@ from metricbridge.model import AnyFamily, FamilyMeta
 from metricbridge.ops import rename
 
 
-def restore_escaped(families: Sequence[AnyFamily], naming: NamingConfig) -> tuple[list[AnyFamily], int]:
+def restore_escaped(
+    families: Sequence[AnyFamily], naming: NamingConfig
+) -> tuple[list[AnyFamily], int]:
     """Rename upstream families written with the escaped prefix; keep a name both spellings have."""
     escaped, prefix = naming.escaped_prefix, naming.prefix
     if not naming.restore_escaped or escaped == prefix:
@@ -44,5 +46,10 @@ def escaped_copies(families: Sequence[AnyFamily], naming: NamingConfig) -> list[
         if family.name.startswith(naming.prefix):
             other = naming.escaped_prefix + family.name[len(naming.prefix) :]
             if other not in names:
-                copies.append(rename(family, FamilyMeta(other, family.meta.type, family.meta.help, family.meta.unit)))
+                copies.append(
+                    rename(
+                        family,
+                        FamilyMeta(other, family.meta.type, family.meta.help, family.meta.unit),
+                    )
+                )
     return copies

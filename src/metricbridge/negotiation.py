@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from metricbridge.model import Format
 
-OPENMETRICS_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8; escaping=underscores"
+OPENMETRICS_TYPE = (
+    "application/openmetrics-text; version=1.0.0; charset=utf-8; escaping=underscores"
+)
 TEXT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
@@ -26,7 +28,10 @@ def choose_format(accept: str | None) -> Format:
         media, *raw_params = (part.strip() for part in entry.split(";"))
         params = dict(p.split("=", 1) for p in raw_params if "=" in p)
         q = _q(params)
-        if media.lower() == "application/openmetrics-text" and params.get("version", "1.0.0") in ("1.0.0", "0.0.1"):
+        if media.lower() == "application/openmetrics-text" and params.get("version", "1.0.0") in (
+            "1.0.0",
+            "0.0.1",
+        ):
             best_om = max(best_om, q)
         elif media.lower() in ("text/plain", "*/*", "text/*"):
             best_text = max(best_text, q)
@@ -43,7 +48,9 @@ def accepts_gzip(accept_encoding: str | None) -> bool:
     for entry in (accept_encoding or "").split(","):
         coding, *params = (part.strip() for part in entry.split(";"))
         if coding.lower() == "gzip":
-            return not any(p.replace(" ", "") in ("q=0", "q=0.0", "q=0.00", "q=0.000") for p in params)
+            return not any(
+                p.replace(" ", "") in ("q=0", "q=0.0", "q=0.00", "q=0.000") for p in params
+            )
     return False
 
 

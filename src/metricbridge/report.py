@@ -32,7 +32,8 @@ def contract_report(config: Config, translation: Translation | None) -> dict[str
             }
         )
     items = [
-        {"item": item.name, "disposition": item.disposition, "note": item.note} for item in config.items
+        {"item": item.name, "disposition": item.disposition, "note": item.note}
+        for item in config.items
     ]
     return {
         "config": config.source,

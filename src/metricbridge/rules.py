@@ -102,5 +102,11 @@ def compile_rules(config: Config) -> CompiledRules:
     zero = {name for name in config.idle.zero if policies.get(name) is not IdlePolicy.PASS}
     zero |= {name for name, policy in policies.items() if policy is IdlePolicy.ZERO}
     return CompiledRules(
-        config, frozen, frozenset(consumed), config.validation, dispositions, config.idle, frozenset(zero)
+        config,
+        frozen,
+        frozenset(consumed),
+        config.validation,
+        dispositions,
+        config.idle,
+        frozenset(zero),
     )

@@ -82,13 +82,23 @@ async def fetch(
                 upstream.url, headers=REQUEST_HEADERS, allow_redirects=False, auto_decompress=False
             ) as response:
                 if response.status != 200:
-                    raise UpstreamError("http_status", f"HTTP {response.status} {response.reason or ''}".strip())
-                if response.headers.get("Content-Encoding", "identity").lower() not in ("identity", ""):
-                    raise UpstreamError("content_encoding", f"unrequested Content-Encoding {response.headers['Content-Encoding']!r}")
+                    raise UpstreamError(
+                        "http_status", f"HTTP {response.status} {response.reason or ''}".strip()
+                    )
+                if response.headers.get("Content-Encoding", "identity").lower() not in (
+                    "identity",
+                    "",
+                ):
+                    raise UpstreamError(
+                        "content_encoding",
+                        f"unrequested Content-Encoding {response.headers['Content-Encoding']!r}",
+                    )
                 fmt = _format_of(response.headers.get("Content-Type", ""))
                 declared = response.content_length
                 if declared is not None and declared > max_bytes:
-                    raise UpstreamError("oversize", f"body of {declared} bytes exceeds the {max_bytes}-byte cap")
+                    raise UpstreamError(
+                        "oversize", f"body of {declared} bytes exceeds the {max_bytes}-byte cap"
+                    )
                 body = await _read_capped(response, max_bytes)
     except TimeoutError:
         raise UpstreamError("timeout", f"no complete response within {timeout:.3g}s") from None

@@ -35,7 +35,9 @@ def gauge_sample(name: str, labels: Labels, value: float) -> Sample:
     return Sample(name, labels, value, format_value(value))
 
 
-def zero_series(name: str, mtype: MetricType, labels: Labels, buckets: Sequence[float] = ()) -> list[Sample]:
+def zero_series(
+    name: str, mtype: MetricType, labels: Labels, buckets: Sequence[float] = ()
+) -> list[Sample]:
     """The samples of one series that has seen no event: counter 0, or an empty histogram."""
     if mtype is MetricType.COUNTER:
         return [gauge_sample(name, labels, 0.0)]

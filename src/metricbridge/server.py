@@ -63,7 +63,11 @@ async def _bridge_ctx(app: web.Application) -> AsyncIterator[None]:
     connector = aiohttp.TCPConnector(limit=16, limit_per_host=4)
     async with aiohttp.ClientSession(connector=connector, auto_decompress=False) as session:
         bridge = state.bridge = Bridge(
-            state.settings.upstreams, compile_rules(state.config), session, state.metrics, state.settings.fetch
+            state.settings.upstreams,
+            compile_rules(state.config),
+            session,
+            state.metrics,
+            state.settings.fetch,
         )
         tasks = [asyncio.create_task(heartbeat(bridge))]
         if state.settings.server_info:
@@ -78,7 +82,12 @@ async def _bridge_ctx(app: web.Application) -> AsyncIterator[None]:
 
 def with_idle_switch(config: Config) -> Config:
     """The contract's switch: SGLANG_IDLE_METRIC_HEARTBEAT=1 turns idle zeroing on."""
-    if os.environ.get("SGLANG_IDLE_METRIC_HEARTBEAT", "").strip().lower() in ("1", "true", "yes", "on"):
+    if os.environ.get("SGLANG_IDLE_METRIC_HEARTBEAT", "").strip().lower() in (
+        "1",
+        "true",
+        "yes",
+        "on",
+    ):
         return dataclasses.replace(config, idle=dataclasses.replace(config.idle, enabled=True))
     return config
 
@@ -106,7 +115,11 @@ async def handle_metrics(request: web.Request) -> web.Response:
     compressed = accepts_gzip(request.headers.get("Accept-Encoding"))
     level = state.settings.fetch.gzip_level
     if names:
-        families = [f for f in (snapshot.translation.families if snapshot.translation else ()) if _wanted(f.name, names)]
+        families = [
+            f
+            for f in (snapshot.translation.families if snapshot.translation else ())
+            if _wanted(f.name, names)
+        ]
         engine = write_exposition(families, fmt).removesuffix(b"# EOF\n")
         own = state.metrics.render(fmt, names)
         body = engine + own + (b"# EOF\n" if fmt is Format.OPENMETRICS else b"")
@@ -127,7 +140,8 @@ def _wanted(family: str, names: set[str]) -> bool:
     """prometheus_client's name[] semantics: a family matches by its name or a sample name."""
     base = family.removesuffix("_total")
     return family in names or any(
-        base + suffix in names for suffix in ("", "_total", "_created", "_bucket", "_sum", "_count", "_info")
+        base + suffix in names
+        for suffix in ("", "_total", "_created", "_bucket", "_sum", "_count", "_info")
     )
 
 
@@ -169,7 +183,9 @@ async def handle_reload(request: web.Request) -> web.Response:
     """POST /-/reload: 200 when the new config is in force, 500 with its issues otherwise."""
     issues = await reload_config(request.app)
     if issues:
-        return web.Response(status=500, text="failed to reload config:\n" + "\n".join(issues) + "\n")
+        return web.Response(
+            status=500, text="failed to reload config:\n" + "\n".join(issues) + "\n"
+        )
     return web.Response(text="config reloaded\n")
 
 
@@ -179,7 +195,12 @@ async def handle_contract(request: web.Request) -> web.Response:
     snapshot = await _bridge(request).snapshot(state.settings.fetch.timeout_cap)
     report = contract_report(state.config, snapshot.translation)
     report["upstreams"] = [
-        {"upstream": r.upstream.label, "up": r.ok, "reason": r.reason or None, "message": r.message or None}
+        {
+            "upstream": r.upstream.label,
+            "up": r.ok,
+            "reason": r.reason or None,
+            "message": r.message or None,
+        }
         for r in snapshot.results
     ]
     return web.json_response(report, dumps=lambda obj: json.dumps(obj, indent=2) + "\n")

@@ -183,7 +183,9 @@ class _Run:
         return RowStatus(RowState.MISSING, f"source {rule.input_name} is absent upstream")
 
 
-def _synthesize(run: _Run, state: SynthState, now: float, server_info: Mapping[str, object] | None) -> tuple[SynthState, tuple[str, ...], int]:
+def _synthesize(
+    run: _Run, state: SynthState, now: float, server_info: Mapping[str, object] | None
+) -> tuple[SynthState, tuple[str, ...], int]:
     """Derived families, warm-zero series, then idle zeroing, in that order."""
     rules = run.rules
     derived, counters = derive_all(run.out, rules.rows, state.counters, server_info)
@@ -197,11 +199,17 @@ def _synthesize(run: _Run, state: SynthState, now: float, server_info: Mapping[s
     warm = warm_zero(run.out, rules.rows)
     for name, outcome in warm.items():
         if outcome.synthesized and name not in before:
-            source = "engine has no source" if rules.dispositions[name] is Disposition.ENGINE else "not yet seen upstream"
-            run.rows[name] = RowStatus(RowState.SYNTHESIZED, f"warm-zero, {source}: {outcome.reason}")
+            source = (
+                "engine has no source"
+                if rules.dispositions[name] is Disposition.ENGINE
+                else "not yet seen upstream"
+            )
+            run.rows[name] = RowStatus(
+                RowState.SYNTHESIZED, f"warm-zero, {source}: {outcome.reason}"
+            )
         elif not outcome.synthesized and name not in before:
             run.rows.setdefault(name, RowStatus(RowState.MISSING, outcome.reason))
-    idle_state, zeroed = state.idle, ()
+    idle_state, zeroed = state.idle, tuple[str, ...]()
     if rules.idle.enabled:
         idle_state = observe(run.out, rules.idle, state.idle, now)
         if idle_state.idle:
@@ -230,4 +238,6 @@ def translate(
     rows = {rule.name: run.row_status(rule, served) for rule in rules.rows}
     run.stats.families_out = len(run.out)
     run.stats.samples_out = sum(sample_count(family) for family in run.out)
-    return Translation(tuple(run.out), run.stats, tuple(run.problems), rows, new_state, zeroed, warm_series)
+    return Translation(
+        tuple(run.out), run.stats, tuple(run.problems), rows, new_state, zeroed, warm_series
+    )

@@ -69,22 +69,34 @@ def warm_zero(families: list[AnyFamily], rules: Sequence[FamilyRule]) -> dict[st
             continue
         expected = expected_series(warm, index)
         if expected is None:
-            outcomes[rule.name] = WarmOutcome(0, f"warm-zero waits for {warm.labels_from}, which is absent")
+            outcomes[rule.name] = WarmOutcome(
+                0, f"warm-zero waits for {warm.labels_from}, which is absent"
+            )
             continue
         present = parsed_or_none(index.get(rule.name))
         if present is not None and present.meta.type is not rule.type:
-            outcomes[rule.name] = WarmOutcome(0, f"engine serves {rule.name} as a {present.meta.type}")
+            outcomes[rule.name] = WarmOutcome(
+                0, f"engine serves {rule.name} as a {present.meta.type}"
+            )
             continue
         have = set(series_labels(present)) if present is not None else set()
         missing = [labels for labels in expected if labels not in have]
         if not missing:
             outcomes[rule.name] = WarmOutcome(0, "every expected series is real")
             continue
-        zeros = [s for labels in missing for s in zero_series(rule.name, rule.type, labels, warm.buckets or ())]
+        zeros = [
+            s
+            for labels in missing
+            for s in zero_series(rule.name, rule.type, labels, warm.buckets or ())
+        ]
         if present is None:
             meta = FamilyMeta(rule.name, rule.type, rule.help or rule.note, rule.unit)
             families.append(Family(meta, tuple(zeros)))
         else:
-            families[families.index(index[rule.name])] = Family(present.meta, (*present.samples, *zeros))
-        outcomes[rule.name] = WarmOutcome(len(missing), f"{len(missing)} of {len(expected)} series warm-zero")
+            families[families.index(index[rule.name])] = Family(
+                present.meta, (*present.samples, *zeros)
+            )
+        outcomes[rule.name] = WarmOutcome(
+            len(missing), f"{len(missing)} of {len(expected)} series warm-zero"
+        )
     return outcomes
