@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from metricbridge.config import FamilyRule, WarmZero
-from metricbridge.model import AnyFamily, Family, FamilyMeta, Labels
+from metricbridge.model import AnyFamily, Family, FamilyMeta, Labels, RawFamily
 from metricbridge.series import by_name, parsed_or_none, series_labels, zero_series
 
 
@@ -45,8 +45,27 @@ def _inherited(warm: WarmZero, families: dict[str, AnyFamily]) -> list[Labels] |
     return list(out)
 
 
+# Expected series by (rule, reference bytes): the reference (a start-up gauge) rarely changes,
+# so most scrapes skip the parse and the product entirely.
+_EXPECTED: dict[tuple[int, bytes], list[Labels]] = {}
+_EXPECTED_MAX = 1024
+
+
 def expected_series(warm: WarmZero, families: dict[str, AnyFamily]) -> list[Labels] | None:
     """Every label set the family should have, or None if the reference family is absent."""
+    reference = families.get(warm.labels_from) if warm.labels_from else None
+    key = (id(warm), reference.body) if isinstance(reference, RawFamily) else None
+    if key is not None and key in _EXPECTED:
+        return _EXPECTED[key]
+    expected = _expected_series(warm, families)
+    if key is not None and expected is not None:
+        if len(_EXPECTED) >= _EXPECTED_MAX:
+            _EXPECTED.clear()
+        _EXPECTED[key] = expected
+    return expected
+
+
+def _expected_series(warm: WarmZero, families: dict[str, AnyFamily]) -> list[Labels] | None:
     inherited = _inherited(warm, families)
     if inherited is None:
         return None
