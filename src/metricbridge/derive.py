@@ -74,7 +74,8 @@ def _ratio_of_deltas(
     seen: dict[tuple[str, Labels], float],
 ) -> list[tuple[Labels, float]] | str:
     numerator, denominator = derive.numerator, derive.denominator
-    assert numerator is not None and denominator is not None  # noqa: S101 - config checks
+    assert numerator is not None  # noqa: S101 - config checks guarantee both operands
+    assert denominator is not None  # noqa: S101
     num = _selected(numerator, families)
     den = _selected(denominator, families)
     if num is None or den is None:
@@ -122,7 +123,8 @@ def _ratio(
     derive: Derive, families: Mapping[str, AnyFamily], server_info: Mapping[str, object] | None
 ) -> list[tuple[Labels, float]] | str:
     numerator, denominator = derive.numerator, derive.denominator
-    assert numerator is not None and denominator is not None  # noqa: S101 - config checks
+    assert numerator is not None  # noqa: S101 - config checks guarantee both operands
+    assert denominator is not None  # noqa: S101
     num = _selected(numerator, families)
     if num is None:
         return f"{numerator.family} is absent upstream"

@@ -12,6 +12,7 @@ class JsonFormatter(logging.Formatter):
     """One JSON object per record, with the keys log collectors expect."""
 
     def format(self, record: logging.LogRecord) -> str:
+        """Render one record as a JSON line."""
         entry = {
             "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
             + f".{int(record.msecs):03d}Z",

@@ -30,9 +30,10 @@ def restore_escaped(
     for family in families:
         name = family.name
         if name.startswith(escaped) and prefix + name[len(escaped) :] not in names:
-            family = rename(family, replace(family.meta, name=prefix + name[len(escaped) :]))
+            out.append(rename(family, replace(family.meta, name=prefix + name[len(escaped) :])))
             restored += 1
-        out.append(family)
+        else:
+            out.append(family)
     return out, restored
 
 

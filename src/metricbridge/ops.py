@@ -73,10 +73,11 @@ def scale(family: Family, factor: float) -> Family:
     for sample in family.samples:
         if sample.name in scaled_names:
             value = apply(sample.value)
-            sample = _with(sample, value=value, raw_value=format_value(value))
+            out.append(_with(sample, value=value, raw_value=format_value(value)))
         elif mtype is MetricType.HISTOGRAM and sample.name == base + "_bucket":
-            sample = _with(sample, labels=_scale_le(sample.labels, apply))
-        out.append(sample)
+            out.append(_with(sample, labels=_scale_le(sample.labels, apply)))
+        else:
+            out.append(sample)
     return Family(family.meta, tuple(out))
 
 
@@ -90,10 +91,11 @@ def _scale_le(labels: Labels, apply: Callable[[float], float]) -> Labels:
 def select(family: Family, match: dict[str, str]) -> Family:
     """The series whose labels include every ``match`` pair, with those labels removed."""
     wanted = set(match.items())
-    out = []
-    for sample in family.samples:
-        if wanted <= set(sample.labels):
-            out.append(_with(sample, labels=tuple(p for p in sample.labels if p[0] not in match)))
+    out = [
+        _with(sample, labels=tuple(p for p in sample.labels if p[0] not in match))
+        for sample in family.samples
+        if wanted <= set(sample.labels)
+    ]
     return Family(family.meta, tuple(out))
 
 
@@ -103,9 +105,9 @@ def _relabel_one(labels: dict[str, str], step: CompiledRelabel) -> bool:
     if action in (RelabelAction.LABELDROP, RelabelAction.LABELKEEP, RelabelAction.LABELMAP):
         for key in [k for k in labels if k not in _SHAPE_LABELS]:
             hit = step.regex.fullmatch(key)
-            if action is RelabelAction.LABELDROP and hit:
-                del labels[key]
-            elif action is RelabelAction.LABELKEEP and not hit:
+            if (action is RelabelAction.LABELDROP and hit) or (
+                action is RelabelAction.LABELKEEP and not hit
+            ):
                 del labels[key]
             elif action is RelabelAction.LABELMAP and hit:
                 labels[hit.expand(step.replacement)] = labels[key]

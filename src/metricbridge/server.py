@@ -165,8 +165,11 @@ async def reload_config(app: web.Application) -> list[str]:
             config = with_idle_switch(load_config(state.settings.config_path))
             rules = compile_rules(config)
         except ConfigError as exc:
-            state.metrics.reload_success.set(0)
             issues = [str(issue) for issue in exc.issues]
+        else:
+            issues = []
+        if issues:
+            state.metrics.reload_success.set(0)
             for issue in issues:
                 log.error("config reload rejected, old config kept: %s", issue)
             return issues
