@@ -47,14 +47,26 @@ def _inherited(warm: WarmZero, families: dict[str, AnyFamily]) -> list[Labels] |
 
 # Expected series by (rule, reference bytes): the reference (a start-up gauge) rarely changes,
 # so most scrapes skip the parse and the product entirely.
-_EXPECTED: dict[tuple[int, bytes], list[Labels]] = {}
+_EXPECTED: dict[tuple[object, bytes], list[Labels]] = {}
 _EXPECTED_MAX = 1024
+
+
+def _identity(warm: WarmZero) -> tuple[object, ...]:
+    """A hashable value for a WarmZero (its dicts are not hashable; id() could be reused)."""
+    return (
+        warm.labels_from,
+        warm.keep_labels,
+        warm.drop_labels,
+        tuple(sorted(warm.defaults.items())),
+        tuple(sorted(warm.values.items())),
+        tuple(sorted(warm.set.items())),
+    )
 
 
 def expected_series(warm: WarmZero, families: dict[str, AnyFamily]) -> list[Labels] | None:
     """Every label set the family should have, or None if the reference family is absent."""
     reference = families.get(warm.labels_from) if warm.labels_from else None
-    key = (id(warm), reference.body) if isinstance(reference, RawFamily) else None
+    key = (_identity(warm), reference.body) if isinstance(reference, RawFamily) else None
     if key is not None and key in _EXPECTED:
         return _EXPECTED[key]
     expected = _expected_series(warm, families)
