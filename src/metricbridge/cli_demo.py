@@ -37,7 +37,8 @@ def add_demo_command(commands: Any) -> None:  # noqa: ANN401 - argparse's subpar
     parser = commands.add_parser(
         "demo",
         help="run a simulated SGLang engine with the bridge in front of it",
-        description="Start a simulated SGLang server (LLM + EPD encoder endpoints) on loopback and the "
+        description="Start a simulated SGLang server (LLM + EPD encoder endpoints) on loopback "
+        "and the "
         "bridge in front of it, then print where to look. Stop with Ctrl-C.",
     )
     parser.add_argument(
@@ -84,7 +85,8 @@ async def _demo(args: argparse.Namespace, host: str, port: int, config: Any) -> 
     print(f"simulated SGLang engine: http://{base}/metrics (+ /encoder/metrics, /server_info)")
     print(f"metricbridge:            {bridge}/metrics   contract report: {bridge}/contract")
     print(
-        f"try: curl -s {bridge}/metrics | grep -E '^sglang:(request_waiting_time|engine_startup_time)'"
+        f"try: curl -s {bridge}/metrics "
+        "| grep -E '^sglang:(request_waiting_time|engine_startup_time)'"
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -25,7 +25,8 @@ def add_config_option(parser: argparse.ArgumentParser) -> None:
         "--config",
         type=Path,
         default=os.environ.get("METRICBRIDGE_CONFIG") or None,
-        help="rules file (default: the shipped contract, config/aliases.yaml; env METRICBRIDGE_CONFIG)",
+        help="rules file (default: the shipped contract, config/aliases.yaml; "
+        "env METRICBRIDGE_CONFIG)",
     )
 
 

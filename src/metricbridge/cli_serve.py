@@ -1,4 +1,4 @@
-"""``metricbridge [serve]`` and ``metricbridge demo``: run the sidecar (every flag also an env var)."""
+"""``metricbridge [serve]``: run the sidecar; every flag is also an environment variable."""
 
 from __future__ import annotations
 
@@ -51,7 +51,8 @@ def add_service_options(parser: argparse.ArgumentParser) -> None:
         "--listen",
         default=_env("LISTEN", DEFAULT_LISTEN),
         metavar="[HOST]:PORT",
-        help=f"address to serve on; no host means every interface (default {DEFAULT_LISTEN}; env METRICBRIDGE_LISTEN)",
+        help=f"address to serve on; no host means every interface (default {DEFAULT_LISTEN}; "
+        "env METRICBRIDGE_LISTEN)",
     )
     parser.add_argument(
         "-c",
@@ -156,7 +157,7 @@ def run_serve(args: argparse.Namespace) -> int:
     log.info(
         "serving on %s:%d, upstreams: %s", host, port, ", ".join(u.url for u in settings.upstreams)
     )
-    # run_app turns SIGTERM into a graceful shutdown: the listener closes, in-flight requests finish.
+    # run_app turns SIGTERM into a graceful shutdown: the listener closes, requests in flight end.
     web.run_app(app, host=host, port=port, access_log=None, print=None, shutdown_timeout=15)
     log.info("stopped")
     return EXIT_OK

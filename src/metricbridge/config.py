@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from importlib import resources
@@ -215,36 +216,33 @@ def _warm_zero(node: yaml.Node, path: str, issues: Issues) -> WarmZero | None:
     return WarmZero(**out)  # type: ignore[arg-type]
 
 
+_Reader = Callable[[yaml.Node, str, Issues], object]
+_RULE_READERS: dict[str, _Reader] = {
+    "disposition": lambda node, path, issues: _enum(Disposition, node, path, issues),
+    "type": lambda node, path, issues: _enum(MetricType, node, path, issues),
+    "idle": lambda node, path, issues: _enum(IdlePolicy, node, path, issues),
+    "keep_source": boolean,
+    "factor": number,
+    "match": lambda node, path, issues: string_map(node, path, issues, key_pattern=LABEL_NAME),
+    "relabel": lambda node, path, issues: tuple(
+        _relabel(item, f"{path}[{i}]", issues)
+        for i, item in enumerate(sequence(node, path, issues))
+    ),
+    "branches": strings,
+    "warm_zero": _warm_zero,
+    "derive": parse_derive,
+}
+
+
 def _rule_fields(
     entries: dict[str, tuple[yaml.Node, yaml.Node]], path: str, issues: Issues
 ) -> dict[str, object]:
-    out: dict[str, object] = {}
-    for key, (_, value_node) in entries.items():
-        sub = f"{path}.{key}"
-        if key == "disposition":
-            out[key] = _enum(Disposition, value_node, sub, issues)
-        elif key == "type":
-            out[key] = _enum(MetricType, value_node, sub, issues)
-        elif key == "idle":
-            out[key] = _enum(IdlePolicy, value_node, sub, issues)
-        elif key == "keep_source":
-            out[key] = boolean(value_node, sub, issues)
-        elif key == "factor":
-            out[key] = number(value_node, sub, issues)
-        elif key == "match":
-            out[key] = string_map(value_node, sub, issues, key_pattern=LABEL_NAME)
-        elif key == "relabel":
-            items = sequence(value_node, sub, issues)
-            out[key] = tuple(_relabel(item, f"{sub}[{i}]", issues) for i, item in enumerate(items))
-        elif key == "branches":
-            out[key] = strings(value_node, sub, issues)
-        elif key == "warm_zero":
-            out[key] = _warm_zero(value_node, sub, issues)
-        elif key == "derive":
-            out[key] = parse_derive(value_node, sub, issues)
-        elif key != "template":
-            out[key] = string(value_node, sub, issues)
-    return out
+    """Each field read by its own reader; strings (source, help, unit, note) by default."""
+    return {
+        key: _RULE_READERS.get(key, string)(value_node, f"{path}.{key}", issues)
+        for key, (_, value_node) in entries.items()
+        if key != "template"
+    }
 
 
 def _expand(

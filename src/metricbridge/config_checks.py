@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from dataclasses import dataclass
 
 from metricbridge.config import Config, Disposition, FamilyRule, RelabelAction, RelabelConfig
 from metricbridge.errors import ConfigIssue
@@ -12,232 +13,154 @@ from metricbridge.sample_line import LABEL_NAME
 from metricbridge.templates import TemplateError, compile_template
 from metricbridge.yaml_nodes import Issues
 
-# Which optional fields each disposition requires (+) or forbids (-); others are optional.
-_NEEDS: dict[Disposition, tuple[set[str], set[str]]] = {
-    Disposition.NATIVE: (set(), {"source", "factor", "match", "relabel", "derive"}),
-    Disposition.ENGINE: (set(), {"source", "factor", "match", "relabel", "derive"}),
-    Disposition.STRUCTURAL: (
-        set(),
-        {"source", "factor", "match", "relabel", "warm_zero", "derive"},
-    ),
-    Disposition.DROP: (set(), {"source", "factor", "match", "relabel", "warm_zero", "derive"}),
-    Disposition.ALIAS: ({"source"}, {"factor", "match", "relabel", "derive"}),
-    Disposition.SCALE: ({"source", "factor"}, {"match", "relabel", "derive"}),
-    Disposition.SELECT: ({"source", "match"}, {"factor", "relabel", "derive"}),
-    Disposition.RELABEL: ({"relabel"}, {"factor", "match", "derive"}),
-    Disposition.DERIVE: ({"derive"}, {"source", "factor", "match", "relabel"}),
+_OPERATIONS = {"source", "factor", "match", "relabel", "derive"}
+# Which optional fields each disposition requires; of the operations, the rest are refused.
+_NEEDS: dict[Disposition, set[str]] = {
+    Disposition.NATIVE: set(),
+    Disposition.ENGINE: set(),
+    Disposition.STRUCTURAL: set(),
+    Disposition.DROP: set(),
+    Disposition.ALIAS: {"source"},
+    Disposition.SCALE: {"source", "factor"},
+    Disposition.SELECT: {"source", "match"},
+    Disposition.RELABEL: {"relabel"},
+    Disposition.DERIVE: {"derive"},
 }
+_NO_WARM_ZERO = {Disposition.STRUCTURAL, Disposition.DROP}
+_UNTYPED_OK = {Disposition.ENGINE, Disposition.STRUCTURAL, Disposition.DROP}
 _SCALABLE = {MetricType.COUNTER, MetricType.GAUGE, MetricType.HISTOGRAM, MetricType.SUMMARY}
 _RESERVED_LABELS = {"le", "quantile", "__name__"}
+_EXPANDING = (RelabelAction.REPLACE, RelabelAction.LABELMAP)
+
+
+@dataclass(slots=True)
+class _Checker:
+    """Records issues against one rule, at its line unless a finer one is known."""
+
+    issues: Issues
+    rule: FamilyRule
+
+    def add(self, path: str, message: str, line: int | None = None) -> None:
+        where = f"families.{self.rule.name}{path}"
+        self.issues.items.append(
+            ConfigIssue(self.issues.source, line or self.rule.line, where, message)
+        )
 
 
 def _present(rule: FamilyRule, name: str) -> bool:
-    value = getattr(rule, name)
-    return value not in (None, (), {})
+    return getattr(rule, name) not in (None, (), {})
 
 
-def _check_shape(rule: FamilyRule, issues: Issues) -> None:
-    where = f"families.{rule.name}"
-    needs, forbids = _NEEDS[rule.disposition]
+def _check_fields(rule: FamilyRule, check: _Checker) -> None:
+    """Fields required or refused by the disposition, and the type where one is needed."""
+    needs = _NEEDS[rule.disposition]
+    refused = (_OPERATIONS - needs) | (
+        {"warm_zero"} if rule.disposition in _NO_WARM_ZERO else set()
+    )
+    if rule.disposition is Disposition.RELABEL:
+        refused -= {"source"}  # a relabel may read another family
     for name in sorted(needs):
         if not _present(rule, name):
-            issues.items.append(
-                _issue(
-                    issues,
-                    rule,
-                    where,
-                    f"missing required field '{name}' while disposition is {rule.disposition}",
-                )
+            check.add(
+                "", f"missing required field '{name}' while disposition is {rule.disposition}"
             )
-    for name in sorted(forbids):
+    for name in sorted(refused):
         if _present(rule, name):
-            issues.items.append(
-                _issue(
-                    issues,
-                    rule,
-                    where,
-                    f"field '{name}' does not apply to disposition {rule.disposition}",
-                )
-            )
-    typed = rule.disposition not in (Disposition.ENGINE, Disposition.STRUCTURAL, Disposition.DROP)
-    if rule.type is MetricType.UNKNOWN and (typed or rule.warm_zero or rule.idle):
-        issues.items.append(
-            _issue(
-                issues,
-                rule,
-                where,
-                f"missing required field 'type' while disposition is {rule.disposition}",
-            )
-        )
+            check.add("", f"field '{name}' does not apply to disposition {rule.disposition}")
+    needs_type = rule.disposition not in _UNTYPED_OK or rule.warm_zero or rule.idle
+    if rule.type is MetricType.UNKNOWN and needs_type:
+        check.add("", f"missing required field 'type' while disposition is {rule.disposition}")
+
+
+def _check_meaning(rule: FamilyRule, check: _Checker) -> None:
+    """Combinations that parse but cannot mean anything."""
     if rule.source == rule.name and rule.disposition is not Disposition.RELABEL:
-        issues.items.append(
-            _issue(
-                issues,
-                rule,
-                where,
-                "source is the family itself; only relabel rewrites a family in place",
-            )
-        )
+        check.add("", "source is the family itself; only relabel rewrites a family in place")
     if rule.type is MetricType.COUNTER and not rule.name.endswith("_total"):
-        issues.items.append(
-            _issue(
-                issues,
-                rule,
-                where,
-                "a counter's name must end in _total (the name its samples carry)",
-            )
-        )
-    if rule.factor is not None:
-        _check_factor(rule, where, issues)
-    if rule.warm_zero is not None:
-        _check_warm_zero(rule, where, issues)
+        check.add("", "a counter's name must end in _total (the name its samples carry)")
     if rule.derive is not None and rule.type is not MetricType.GAUGE:
-        issues.items.append(
-            _issue(
-                issues, rule, f"{where}.derive", f"derived families are gauges, not a {rule.type}"
-            )
-        )
+        check.add(".derive", f"derived families are gauges, not a {rule.type}")
     if rule.idle is not None and rule.type is not MetricType.GAUGE:
-        issues.items.append(
-            _issue(
-                issues,
-                rule,
-                f"{where}.idle",
-                f"idle zeroing applies to gauges, not to a {rule.type}",
-            )
-        )
+        check.add(".idle", f"idle zeroing applies to gauges, not to a {rule.type}")
     for label in rule.match:
         if label in _RESERVED_LABELS:
-            issues.items.append(
-                _issue(issues, rule, f"{where}.match", f"cannot select on {label!r}")
-            )
+            check.add(".match", f"cannot select on {label!r}")
 
 
-def _check_factor(rule: FamilyRule, where: str, issues: Issues) -> None:
-    factor = rule.factor or 0.0
+def _check_factor(rule: FamilyRule, check: _Checker) -> None:
+    factor = rule.factor
+    if factor is None:
+        return
     if rule.type not in _SCALABLE:
-        issues.items.append(
-            _issue(issues, rule, f"{where}.factor", f"a scale cannot apply to type {rule.type}")
-        )
+        check.add(".factor", f"a scale cannot apply to type {rule.type}")
     elif factor == 0:
-        issues.items.append(
-            _issue(issues, rule, f"{where}.factor", "factor 0 would erase every value")
-        )
+        check.add(".factor", "factor 0 would erase every value")
     elif factor < 0 and rule.type is not MetricType.GAUGE:
-        issues.items.append(
-            _issue(
-                issues,
-                rule,
-                f"{where}.factor",
-                f"a negative factor would break a {rule.type}'s monotonic values and bucket order",
-            )
+        check.add(
+            ".factor",
+            f"a negative factor would break a {rule.type}'s monotonic values and bucket order",
         )
 
 
-def _check_warm_zero(rule: FamilyRule, where: str, issues: Issues) -> None:
+def _check_warm_zero(rule: FamilyRule, check: _Checker) -> None:
     warm = rule.warm_zero
-    assert warm is not None  # noqa: S101 - guarded by the caller
-    path = f"{where}.warm_zero"
+    if warm is None:
+        return
     if rule.type not in (MetricType.COUNTER, MetricType.HISTOGRAM):
-        issues.items.append(
-            _issue(
-                issues,
-                rule,
-                path,
-                f"warm-zero is for counters and histograms; a {rule.type} has no 'not yet happened' state",
-            )
+        check.add(
+            ".warm_zero",
+            "warm-zero is for counters and histograms; "
+            f"a {rule.type} has no 'not yet happened' state",
         )
     if rule.type is MetricType.HISTOGRAM and not warm.buckets:
-        issues.items.append(
-            _issue(
-                issues, rule, path, "a histogram's warm-zero needs 'buckets' (the engine's bounds)"
-            )
-        )
+        check.add(".warm_zero", "a histogram's warm-zero needs 'buckets' (the engine's bounds)")
     if warm.buckets and list(warm.buckets) != sorted(set(warm.buckets)):
-        issues.items.append(
-            _issue(issues, rule, f"{path}.buckets", "bounds must be strictly increasing")
-        )
+        check.add(".warm_zero.buckets", "bounds must be strictly increasing")
     if warm.keep_labels is not None and warm.drop_labels:
-        issues.items.append(_issue(issues, rule, path, "use keep_labels or drop_labels, not both"))
-    if (
-        warm.keep_labels is not None or warm.drop_labels or warm.defaults
-    ) and warm.labels_from is None:
-        issues.items.append(
-            _issue(issues, rule, path, "keep_labels/drop_labels/defaults need labels_from")
-        )
+        check.add(".warm_zero", "use keep_labels or drop_labels, not both")
+    inheriting = warm.keep_labels is not None or warm.drop_labels or warm.defaults
+    if inheriting and warm.labels_from is None:
+        check.add(".warm_zero", "keep_labels/drop_labels/defaults need labels_from")
     clash = set(warm.values) & set(warm.set)
     if clash:
-        issues.items.append(
-            _issue(issues, rule, path, f"label(s) {sorted(clash)} are in both 'values' and 'set'")
-        )
+        check.add(".warm_zero", f"label(s) {sorted(clash)} are in both 'values' and 'set'")
 
 
-def _check_relabel(rule: FamilyRule, index: int, step: RelabelConfig, issues: Issues) -> None:
-    path = f"families.{rule.name}.relabel[{index}]"
+def _check_relabel_fields(step: RelabelConfig, path: str, check: _Checker) -> None:
+    """relabel.go's per-action field rules, and label names that may be touched."""
+    action, line = step.action, step.line
+    if action is RelabelAction.REPLACE and step.target_label is None:
+        check.add(path, "missing required field 'target_label' while action is replace", line)
+    if action in (RelabelAction.KEEP, RelabelAction.DROP) and not step.source_labels:
+        check.add(path, f"{action} action requires 'source_labels'", line)
+    only_regex = action in (RelabelAction.LABELDROP, RelabelAction.LABELKEEP)
+    if only_regex and (step.source_labels or step.target_label):
+        check.add(path, f"{action} action requires only 'regex', and no other fields", line)
+    target = step.target_label
+    for label in [*step.source_labels, *([target] if target and "$" not in target else [])]:
+        if label in _RESERVED_LABELS:
+            check.add(path, f"cannot relabel {label!r}: it shapes the histogram or summary", line)
+        elif not LABEL_NAME.fullmatch(label):
+            check.add(path, f"invalid label name {label!r}", line)
+
+
+def _check_relabel(index: int, step: RelabelConfig, check: _Checker) -> None:
+    path = f".relabel[{index}]"
     try:
         pattern = re.compile(step.regex)
     except re.error as exc:
-        issues.items.append(
-            _issue(
-                issues, rule, path + ".regex", f"cannot compile {step.regex!r}: {exc}", step.line
-            )
-        )
+        check.add(f"{path}.regex", f"cannot compile {step.regex!r}: {exc}", step.line)
         return
-    action = step.action
-    if action is RelabelAction.REPLACE and step.target_label is None:
-        issues.items.append(
-            _issue(
-                issues,
-                rule,
-                path,
-                "missing required field 'target_label' while action is replace",
-                step.line,
-            )
-        )
-    if action in (RelabelAction.KEEP, RelabelAction.DROP) and not step.source_labels:
-        issues.items.append(
-            _issue(issues, rule, path, f"{action} action requires 'source_labels'", step.line)
-        )
-    if action in (RelabelAction.LABELDROP, RelabelAction.LABELKEEP) and (
-        step.source_labels or step.target_label
-    ):
-        issues.items.append(
-            _issue(
-                issues,
-                rule,
-                path,
-                f"{action} action requires only 'regex', and no other fields",
-                step.line,
-            )
-        )
-    labels = [
-        *step.source_labels,
-        *([step.target_label] if step.target_label and "$" not in step.target_label else []),
-    ]
-    for label in labels:
-        if label in _RESERVED_LABELS:
-            issues.items.append(
-                _issue(
-                    issues,
-                    rule,
-                    path,
-                    f"cannot relabel {label!r}: it shapes the histogram or summary",
-                    step.line,
-                )
-            )
-        elif not LABEL_NAME.fullmatch(label):
-            issues.items.append(
-                _issue(issues, rule, path, f"invalid label name {label!r}", step.line)
-            )
+    _check_relabel_fields(step, path, check)
+    if step.action not in _EXPANDING:
+        return
     for field_name in ("replacement", "target_label"):
         template = getattr(step, field_name)
-        if template is not None and action in (RelabelAction.REPLACE, RelabelAction.LABELMAP):
+        if template is not None:
             try:
                 compile_template(template, pattern)
             except TemplateError as exc:
-                issues.items.append(
-                    _issue(issues, rule, f"{path}.{field_name}", f"{template!r} {exc}", step.line)
-                )
+                check.add(f"{path}.{field_name}", f"{template!r} {exc}", step.line)
 
 
 def _check_outputs(config: Config, issues: Issues) -> None:
@@ -248,55 +171,36 @@ def _check_outputs(config: Config, issues: Issues) -> None:
         producers[rule.name].append(rule)
         if rule.source and rule.source != rule.name and not rule.keep_source:
             consumed.setdefault(rule.source, rule)
-    for name, rules in producers.items():
+    for rules in producers.values():
         if len(rules) > 1:
             lines = ", ".join(str(rule.line) for rule in rules)
-            issues.items.append(
-                _issue(
-                    issues,
-                    rules[1],
-                    f"families.{name}",
-                    f"produced by {len(rules)} rules (lines {lines})",
-                )
-            )
+            _Checker(issues, rules[1]).add("", f"produced by {len(rules)} rules (lines {lines})")
     for rule in config.families:
-        if (
-            rule.source
-            and rule.source != rule.name
-            and rule.keep_source
-            and rule.source in consumed
-        ):
-            other = consumed[rule.source]
-            issues.items.append(
-                _issue(
-                    issues,
-                    rule,
-                    f"families.{rule.name}.keep_source",
-                    f"keeps {rule.source}, which families.{other.name} (line {other.line}) renames away (keep_source: false)",
-                )
+        check = _Checker(issues, rule)
+        source = rule.source
+        if source and source != rule.name and rule.keep_source and source in consumed:
+            other = consumed[source]
+            check.add(
+                ".keep_source",
+                f"keeps {source}, which families.{other.name} (line {other.line}) "
+                "renames away (keep_source: false)",
             )
         if rule.name in consumed and consumed[rule.name] is not rule:
             other = consumed[rule.name]
-            issues.items.append(
-                _issue(
-                    issues,
-                    rule,
-                    f"families.{rule.name}",
-                    f"is also the source that families.{other.name} (line {other.line}) renames away",
-                )
+            check.add(
+                "",
+                f"is also the source that families.{other.name} (line {other.line}) renames away",
             )
-
-
-def _issue(
-    issues: Issues, rule: FamilyRule, path: str, message: str, line: int | None = None
-) -> ConfigIssue:
-    return ConfigIssue(issues.source, line or rule.line, path, message)
 
 
 def check_config(config: Config, issues: Issues) -> None:
     """Record every cross-field problem of ``config`` in ``issues``."""
     for rule in config.families:
-        _check_shape(rule, issues)
+        check = _Checker(issues, rule)
+        _check_fields(rule, check)
+        _check_meaning(rule, check)
+        _check_factor(rule, check)
+        _check_warm_zero(rule, check)
         for index, step in enumerate(rule.relabel):
-            _check_relabel(rule, index, step, issues)
+            _check_relabel(index, step, check)
     _check_outputs(config, issues)

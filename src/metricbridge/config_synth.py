@@ -9,7 +9,16 @@ from enum import StrEnum
 import yaml
 
 from metricbridge.sample_line import LABEL_NAME, METRIC_NAME
-from metricbridge.yaml_nodes import Issues, boolean, mapping, number, string, string_map, strings
+from metricbridge.yaml_nodes import (
+    Entries,
+    Issues,
+    boolean,
+    mapping,
+    number,
+    string,
+    string_map,
+    strings,
+)
 
 _FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -110,43 +119,49 @@ def _operand(node: yaml.Node, path: str, issues: Issues) -> Operand | None:
     return operand
 
 
+_DERIVE_READERS = {
+    "numerator": _operand,
+    "denominator": _operand,
+    "by": strings,
+    "drop_labels": strings,
+    "minimum": number,
+    "labels_from": string,
+}
+_OPS = "|".join(op.value for op in DeriveOp)
+
+
+def _derive_op(node: yaml.Node, entries: Entries, path: str, issues: Issues) -> DeriveOp | None:
+    if "op" not in entries:
+        issues.add(node, path, f"missing required field 'op' ({_OPS})")
+        return None
+    op_node = entries["op"][1]
+    text = string(op_node, f"{path}.op", issues)
+    try:
+        return DeriveOp(text or "")
+    except ValueError:
+        issues.add(op_node, f"{path}.op", f"unknown value {text!r} (expected {_OPS})")
+        return None
+
+
 def parse_derive(node: yaml.Node, path: str, issues: Issues) -> Derive | None:
     """Read a rule's ``derive`` block, checking the fields its ``op`` needs."""
     entries = mapping(node, path, issues, _DERIVE_KEYS)
-    if "op" not in entries:
-        issues.add(
-            node, path, f"missing required field 'op' ({'|'.join(op.value for op in DeriveOp)})"
-        )
-        return None
-    op_text = string(entries["op"][1], f"{path}.op", issues)
-    try:
-        op = DeriveOp(op_text or "")
-    except ValueError:
-        issues.add(
-            entries["op"][1],
-            f"{path}.op",
-            f"unknown value {op_text!r} (expected {'|'.join(o.value for o in DeriveOp)})",
-        )
+    op = _derive_op(node, entries, path, issues)
+    if op is None:
         return None
     needs, refuses = _DERIVE_NEEDS[op]
     for key in sorted(needs - entries.keys()):
         issues.add(node, path, f"missing required field '{key}' while op is {op}")
     for key in sorted(refuses & entries.keys()):
         issues.add(entries[key][0], f"{path}.{key}", f"does not apply to op {op}")
-    values: dict[str, object] = {"op": op}
-    for key, (_, value) in entries.items():
-        sub = f"{path}.{key}"
-        if key in ("numerator", "denominator"):
-            values[key] = _operand(value, sub, issues)
-        elif key in ("by", "drop_labels"):
-            values[key] = strings(value, sub, issues)
-        elif key == "minimum":
-            values[key] = number(value, sub, issues)
-        elif key == "labels_from":
-            values[key] = string(value, sub, issues)
+    values: dict[str, object] = {
+        key: _DERIVE_READERS[key](value, f"{path}.{key}", issues)
+        for key, (_, value) in entries.items()
+        if key != "op"
+    }
     if any(v is None for v in values.values()):
         return None
-    return Derive(**values)  # type: ignore[arg-type]
+    return Derive(op=op, **values)  # type: ignore[arg-type]
 
 
 def parse_idle(node: yaml.Node, issues: Issues) -> IdleConfig:

@@ -1,7 +1,7 @@
 """Every error metricbridge raises on purpose.
 
     MetricbridgeError
-     ├── ConfigError        a rules file that cannot be used; carries every issue found, not just the first
+     ├── ConfigError        a rules file that cannot be used; carries every issue found
      ├── ExpositionError    an exposition that cannot be read; names the line and what is wrong
      ├── UpstreamError      the engine could not be scraped; carries a short machine-readable reason
      ├── InputError         (dashboards) a dashboard or rule file that cannot be read at all
@@ -43,7 +43,7 @@ class ConfigError(MetricbridgeError):
 
 
 class ExpositionError(MetricbridgeError):
-    """An exposition could not be read: ``line`` is 1-based, ``family`` names the family if known."""
+    """An exposition could not be read; ``line`` is 1-based, ``family`` set when known."""
 
     def __init__(self, message: str, *, line: int | None = None, family: str | None = None) -> None:
         self.message = message

@@ -68,7 +68,7 @@ class FamilyMeta:
 
 @dataclass(frozen=True, slots=True)
 class Sample:
-    """One sample line; ``raw_value`` is the value's text as read, so untouched values round-trip."""
+    """One sample line; ``raw_value`` is the value as read, so untouched values round-trip."""
 
     name: str
     labels: Labels

@@ -33,7 +33,7 @@ def format_value(value: float) -> str:
 
 
 def parse_value(text: str) -> tuple[float, str] | None:
-    """Parse a sample value; return it with a canonical spelling, or None when it is not a number."""
+    """Parse a sample value; return it with a canonical spelling, or None if not a number."""
     if CANONICAL_VALUE.fullmatch(text):
         return float(text), text
     if _LAX_VALUE.fullmatch(text):

@@ -22,7 +22,7 @@ _SHAPE_LABELS = frozenset({"le", "quantile"})
 
 
 def rename(family: AnyFamily, meta: FamilyMeta) -> AnyFamily:
-    """The same samples under ``meta.name``; sample suffixes (``_total``, ``_bucket``, ...) follow."""
+    """The same samples under ``meta.name``; suffixes (``_total``, ``_bucket``, ...) follow."""
     old = sample_base(family.meta.name, family.meta.type)
     new = sample_base(meta.name, meta.type)
     if isinstance(family, RawFamily):

@@ -1,4 +1,4 @@
-"""Bytes in, bytes out: read, translate, write. The one sequence both the CLI and the service run."""
+"""Bytes in, bytes out: read, translate, write; the one sequence the CLI and the service run."""
 
 from __future__ import annotations
 

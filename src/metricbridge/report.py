@@ -1,4 +1,4 @@
-"""The contract report: every contract row, its disposition, and how the last translation served it."""
+"""The contract report: every contract row, its disposition, and how it was last served."""
 
 from __future__ import annotations
 

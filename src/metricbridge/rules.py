@@ -1,4 +1,4 @@
-"""Compile a ``Config`` into what the hot path looks up: dicts by upstream family, compiled regexes."""
+"""Compile a ``Config`` into what the hot path looks up: dicts by family, compiled regexes."""
 
 from __future__ import annotations
 

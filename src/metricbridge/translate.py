@@ -139,7 +139,8 @@ class _Run:
     def apply(self, compiled: CompiledRule, source: AnyFamily) -> AnyFamily | None:
         rule = compiled.rule
         if source.meta.type is not rule.type:
-            reason = f"upstream {source.name} is a {source.meta.type}, the contract expects a {rule.type}"
+            expected = f"the contract expects a {rule.type}"
+            reason = f"upstream {source.name} is a {source.meta.type}, {expected}"
             self.rows[rule.name] = RowStatus(RowState.MISSING, reason)
             return source if compiled.in_place else None
         meta = _output_meta(rule, source.meta)
@@ -163,7 +164,7 @@ class _Run:
             return None
         return rename(result, meta)
 
-    def row_status(self, rule: FamilyRule, served: set[str]) -> RowStatus:
+    def row_status(self, rule: FamilyRule, served: set[str]) -> RowStatus:  # noqa: PLR0911 - a decision table
         if rule.name in self.rows:
             return self.rows[rule.name]
         disposition = rule.disposition
@@ -225,7 +226,7 @@ def translate(
     now: float = 0.0,
     server_info: Mapping[str, object] | None = None,
 ) -> Translation:
-    """Apply the rules to one upstream payload's families; ``state`` comes from the previous call."""
+    """Apply the rules to one upstream payload's families; ``state`` is the previous call's."""
     naming = rules.config.naming
     upstream, restored = restore_escaped(upstream, naming)
     run = _Run(rules, upstream)
