@@ -1,4 +1,4 @@
-"""Translation speed and memory against baselines measured in the same run.
+r"""Translation speed and memory against baselines measured in the same run.
 
     python bench/bench_translate.py [--repeat N] [--skip-parser]
 
@@ -48,33 +48,52 @@ def peak_rss_kib(args: list[str], stdin: Path) -> int:
         f"subprocess.run({args!r}, stdin=open({str(stdin)!r}, 'rb'), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
         "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
     )
-    return int(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout)
+    return int(
+        subprocess.run(
+            [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+        ).stdout
+    )
 
 
 def main() -> None:
     """Run every measurement and print a table of ratios."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7)
-    parser.add_argument("--skip-parser", action="store_true", help="skip the slow prometheus_client baseline")
+    parser.add_argument(
+        "--skip-parser", action="store_true", help="skip the slow prometheus_client baseline"
+    )
     args = parser.parse_args()
     rules = compile_rules(load_config())
     full = dataclasses.replace(rules, validation=Verify.FULL)
-    print(f"{'payload':>20} {'bytes':>10} {'split+join':>11} {'translate':>10} {'ratio':>6} {'->OM':>6} "
-          f"{'full-verify':>11} {'client parser':>13} {'speed-up':>8}")
+    print(
+        f"{'payload':>20} {'bytes':>10} {'split+join':>11} {'translate':>10} {'ratio':>6} {'->OM':>6} "
+        f"{'full-verify':>11} {'client parser':>13} {'speed-up':>8}"
+    )
     for name, payload in payloads().items():
         repeat = max(3, args.repeat if len(payload) < 5e6 else args.repeat // 2)
         base = median_seconds(lambda p=payload: b"\n".join(p.split(b"\n")), repeat * 3)
-        text = median_seconds(lambda p=payload: render(run_pipeline(p, Format.TEXT, rules), Format.TEXT), repeat)
-        om = median_seconds(lambda p=payload: render(run_pipeline(p, Format.TEXT, rules), Format.OPENMETRICS), repeat)
-        verified = median_seconds(lambda p=payload: render(run_pipeline(p, Format.TEXT, full), Format.TEXT), 1)
+        text = median_seconds(
+            lambda p=payload: render(run_pipeline(p, Format.TEXT, rules), Format.TEXT), repeat
+        )
+        om = median_seconds(
+            lambda p=payload: render(run_pipeline(p, Format.TEXT, rules), Format.OPENMETRICS),
+            repeat,
+        )
+        verified = median_seconds(
+            lambda p=payload: render(run_pipeline(p, Format.TEXT, full), Format.TEXT), 1
+        )
         if args.skip_parser:
             parser_time, speedup = float("nan"), "-"
         else:
             decoded = payload.decode()
-            parser_time = median_seconds(lambda d=decoded: list(text_string_to_metric_families(d)), 1)
+            parser_time = median_seconds(
+                lambda d=decoded: list(text_string_to_metric_families(d)), 1
+            )
             speedup = f"{parser_time / text:.0f}x"
-        print(f"{name:>20} {len(payload):>10,} {base * 1e3:>9.2f}ms {text * 1e3:>8.2f}ms {text / base:>5.2f}x "
-              f"{om / base:>5.2f}x {verified / base:>10.1f}x {parser_time * 1e3:>11.0f}ms {speedup:>8}")
+        print(
+            f"{name:>20} {len(payload):>10,} {base * 1e3:>9.2f}ms {text * 1e3:>8.2f}ms {text / base:>5.2f}x "
+            f"{om / base:>5.2f}x {verified / base:>10.1f}x {parser_time * 1e3:>11.0f}ms {speedup:>8}"
+        )
     big = list(payloads().items())[-1][1]
     with tempfile.TemporaryDirectory() as tmp:
         source, empty = Path(tmp) / "big.prom", Path(tmp) / "empty.prom"
@@ -83,8 +102,10 @@ def main() -> None:
         command = [sys.executable, "-m", "metricbridge", "translate", "-"]
         loaded, idle = peak_rss_kib(command, source), peak_rss_kib(command, empty)
     extra = (loaded - idle) * 1024
-    print(f"\npeak RSS of `metricbridge translate` on {len(big):,} bytes: {loaded / 1024:.1f} MiB; "
-          f"on an empty input: {idle / 1024:.1f} MiB; difference {extra / len(big):.2f}x the payload (target <= 4x)")
+    print(
+        f"\npeak RSS of `metricbridge translate` on {len(big):,} bytes: {loaded / 1024:.1f} MiB; "
+        f"on an empty input: {idle / 1024:.1f} MiB; difference {extra / len(big):.2f}x the payload (target <= 4x)"
+    )
 
 
 if __name__ == "__main__":

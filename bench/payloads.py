@@ -6,7 +6,9 @@ from pathlib import Path
 
 from metricbridge.simulator_engine import SimulatedEngine
 
-FIXTURE = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "sglang-0.5.23" / "tp1.prom"
+FIXTURE = (
+    Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "sglang-0.5.23" / "tp1.prom"
+)
 
 # name -> (DP ranks, TP size); every (dp, tp) pair is a scheduler process with its own series.
 # 64 x 2 (the size the issue names) renders ~7 MB with real per-rank bytes; 88 x 2 reaches ~9.4 MB.

@@ -7,8 +7,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from aiohttp import web
-from conftest import FIXTURES
 
+from conftest import FIXTURES
 from metricbridge.bridge import FetchSettings
 from metricbridge.config import load_config
 from metricbridge.scrape import parse_upstream
@@ -21,7 +21,7 @@ TEXT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 class FakeUpstream:
     """Serves ``body`` (or runs ``behaviour``), counting requests and remembering headers."""
 
-    body: bytes = field(default_factory=lambda: (FIXTURES / "tp1.prom").read_bytes())
+    body: bytes = field(default_factory=(FIXTURES / "tp1.prom").read_bytes)
     content_type: str = TEXT_TYPE
     status: int = 200
     delay: float = 0.0
@@ -37,7 +37,9 @@ class FakeUpstream:
             await asyncio.sleep(self.delay)
         if self.behaviour is not None:
             return await self.behaviour(request)
-        return web.Response(body=self.body, status=self.status, headers={"Content-Type": self.content_type})
+        return web.Response(
+            body=self.body, status=self.status, headers={"Content-Type": self.content_type}
+        )
 
     def app(self) -> web.Application:
         """An app serving this upstream at /metrics."""
@@ -47,7 +49,11 @@ class FakeUpstream:
 
 
 def bridge_app(
-    *upstream_urls: str, cache_ttl: float = 0.0, timeout: float = 2.0, max_bytes: int = 64 << 20, config: str | None = None
+    *upstream_urls: str,
+    cache_ttl: float = 0.0,
+    timeout: float = 2.0,
+    max_bytes: int = 64 << 20,
+    config: str | None = None,
 ) -> web.Application:
     """A bridge app for the given upstream URLs (no cache by default, so every scrape fetches)."""
     from pathlib import Path  # noqa: PLC0415

@@ -7,12 +7,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES
 
+from conftest import FIXTURES
 from metricbridge.cli import main
 
 
-def test_translates_a_fixture_with_the_default_contract(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_translates_a_fixture_with_the_default_contract(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Default config, file in, file out: the contract aliases are there."""
     out = tmp_path / "out.prom"
     assert main(["translate", str(FIXTURES / "tp1.prom"), "-o", str(out)]) == 0
@@ -21,7 +23,9 @@ def test_translates_a_fixture_with_the_default_contract(tmp_path: Path, capsys: 
     assert capsys.readouterr().err == ""
 
 
-def test_openmetrics_output_and_stdin(monkeypatch: pytest.MonkeyPatch, capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+def test_openmetrics_output_and_stdin(
+    monkeypatch: pytest.MonkeyPatch, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
     """'-' reads stdin; --format openmetrics ends with # EOF."""
     payload = (FIXTURES / "tp1-cold.prom").read_bytes()
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(payload)))
@@ -29,7 +33,9 @@ def test_openmetrics_output_and_stdin(monkeypatch: pytest.MonkeyPatch, capsysbin
     assert capsysbinary.readouterr().out.endswith(b"# EOF\n")
 
 
-def test_malformed_input_exits_2_naming_the_line_and_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_malformed_input_exits_2_naming_the_line_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A bad line: exit 2, a message with its line number, and OUTPUT left untouched."""
     bad = tmp_path / "bad.prom"
     bad.write_bytes(b'# TYPE g gauge\ng{a="x\\q"} 1\n')
@@ -52,7 +58,9 @@ def test_malformed_input_exits_2_naming_the_line_and_writes_nothing(tmp_path: Pa
     ],
     ids=["zero_bytes", "crlf", "truncated"],
 )
-def test_unusable_input_exits_2_with_the_reason(tmp_path: Path, capsys: pytest.CaptureFixture[str], payload: bytes, message: str) -> None:
+def test_unusable_input_exits_2_with_the_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], payload: bytes, message: str
+) -> None:
     """Whole-payload faults are reported, not tracebacks."""
     path = tmp_path / "in.prom"
     path.write_bytes(payload)
@@ -71,4 +79,7 @@ def test_broken_config_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str
     config = tmp_path / "c.yaml"
     config.write_text("version: 1\nfamilies: {x: {disposition: alias}}\n")
     assert main(["translate", "-c", str(config), str(FIXTURES / "tp1.prom")]) == 2
-    assert f"{config}:2: families.x: missing required field 'source' while disposition is alias" in capsys.readouterr().err
+    assert (
+        f"{config}:2: families.x: missing required field 'source' while disposition is alias"
+        in capsys.readouterr().err
+    )

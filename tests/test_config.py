@@ -6,8 +6,8 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import TESTS
 
+from conftest import TESTS
 from metricbridge.cli import main
 from metricbridge.config import Disposition, load_config, parse_config
 from metricbridge.errors import ConfigError
@@ -21,8 +21,10 @@ EXPECTED: dict[str, list[str]] = {
         "3: families.sglang:request_waiting_time: missing required field 'source' while disposition is alias",
     ],
     "bad_regex": [
-        "7: families.sglang:cached_tokens_total.relabel[0].regex: cannot compile 'storage([': "
-        "unterminated character set at position 8",
+        (
+            "7: families.sglang:cached_tokens_total.relabel[0].regex: cannot compile 'storage([': "
+            "unterminated character set at position 8"
+        ),
     ],
     "counter_without_total": [
         "3: families.sglang:num_aborted_requests: a counter's name must end in _total (the name its samples carry)",
@@ -31,8 +33,10 @@ EXPECTED: dict[str, list[str]] = {
     "empty": ["the file is empty"],
     "invalid_yaml": ["5: invalid YAML: expected ',' or ']', but got '<stream end>'"],
     "kept_and_renamed": [
-        "3: families.sglang:engine_startup_time.keep_source: keeps sglang:startup_time_seconds, which "
-        "families.sglang:startup_seconds (line 8) renames away (keep_source: false)",
+        (
+            "3: families.sglang:engine_startup_time.keep_source: keeps sglang:startup_time_seconds, which "
+            "families.sglang:startup_seconds (line 8) renames away (keep_source: false)"
+        ),
     ],
     "many_issues": [
         "1: version: unsupported version 2 (this release reads 1)",
@@ -42,26 +46,38 @@ EXPECTED: dict[str, list[str]] = {
         "13: families.sglang:d: a counter's name must end in _total (the name its samples carry)",
         "13: families.sglang:d.idle: idle zeroing applies to gauges, not to a counter",
     ],
-    "missing_version": ["1: version: missing required field 'version' (this release reads version 1)"],
+    "missing_version": [
+        "1: version: missing required field 'version' (this release reads version 1)"
+    ],
     "scale_histogram_negative": [
-        "3: families.sglang:kvcache_transfer_time.factor: a negative factor would break a histogram's "
-        "monotonic values and bucket order",
+        (
+            "3: families.sglang:kvcache_transfer_time.factor: a negative factor would break a histogram's "
+            "monotonic values and bucket order"
+        ),
     ],
     "scale_on_info": ["3: families.sglang:build.factor: a scale cannot apply to type info"],
     "template_missing_group": [
-        "7: families.sglang:cached_tokens_total.relabel[0].replacement: '${1}_$2' refers to group $2, "
-        "but the regex has 1 group(s)",
+        (
+            "7: families.sglang:cached_tokens_total.relabel[0].replacement: '${1}_$2' refers to group $2, "
+            "but the regex has 1 group(s)"
+        ),
     ],
-    "two_rules_same_family": ["6: families.sglang:mm_embed_batch_size: produced by 2 rules (lines 3, 6)"],
+    "two_rules_same_family": [
+        "6: families.sglang:mm_embed_batch_size: produced by 2 rules (lines 3, 6)"
+    ],
     "unknown_key": [
-        "6: families.sglang:request_waiting_time.sorce: unknown key (did you mean 'source'? known keys: "
-        "branches, derive, disposition, factor, help, idle, keep_source, match, note, relabel, source, template, "
-        "type, unit, warm_zero)",
+        (
+            "6: families.sglang:request_waiting_time.sorce: unknown key (did you mean 'source'? known keys: "
+            "branches, derive, disposition, factor, help, idle, keep_source, match, note, relabel, source, template, "
+            "type, unit, warm_zero)"
+        ),
         "3: families.sglang:request_waiting_time: missing required field 'source' while disposition is alias",
     ],
     "warm_zero_on_gauge": [
-        "3: families.sglang:num_running_reqs.warm_zero: warm-zero is for counters and histograms; a gauge "
-        "has no 'not yet happened' state",
+        (
+            "3: families.sglang:num_running_reqs.warm_zero: warm-zero is for counters and histograms; a gauge "
+            "has no 'not yet happened' state"
+        ),
     ],
     "wrong_types": [
         "6: families.sglang:x_total.source: expected a string, got int '42'",
@@ -86,7 +102,9 @@ def test_invalid_config_reports_every_issue(case: str) -> None:
 
 
 @pytest.mark.parametrize("case", ["bad_regex", "many_issues"])
-def test_config_check_command_exits_2_and_prints_issues(case: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_config_check_command_exits_2_and_prints_issues(
+    case: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     """``metricbridge config check`` prints each issue on stderr and exits 2."""
     assert main(["config", "check", str(INVALID / f"{case}.yaml")]) == 2
     err = capsys.readouterr().err
@@ -128,7 +146,9 @@ def test_shipped_contract_covers_every_contract_row() -> None:
     assert len(rows) > 50
     for row in rows:
         if "{stage}" in row:
-            assert any(re.fullmatch("sglang:[a-z_]+" + re.escape(row.split("}", 1)[1]), n) for n in names), row
+            assert any(
+                re.fullmatch("sglang:[a-z_]+" + re.escape(row.split("}", 1)[1]), n) for n in names
+            ), row
         else:
             assert f"sglang:{row}" in names, row
 
@@ -160,11 +180,13 @@ families:
 """,
         "inline",
     )
-    from metricbridge.ops import relabel  # noqa: PLC0415
     from metricbridge.model import Family, FamilyMeta, MetricType, Sample  # noqa: PLC0415
+    from metricbridge.ops import relabel  # noqa: PLC0415
     from metricbridge.rules import compile_rules  # noqa: PLC0415
 
     compiled = compile_rules(config).by_input["x_total"][0]
-    family = Family(FamilyMeta("x_total", MetricType.COUNTER), (Sample("x_total", (("a", "xy"),), 1.0, "1.0"),))
+    family = Family(
+        FamilyMeta("x_total", MetricType.COUNTER), (Sample("x_total", (("a", "xy"),), 1.0, "1.0"),)
+    )
     out, _, _ = relabel(family, compiled.relabel)
     assert dict(out.samples[0].labels)["b"] == "x-y-x$"

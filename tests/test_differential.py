@@ -10,11 +10,14 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import TESTS, promtool_check_metrics
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 
-OUTPUTS = sorted((TESTS / "golden").rglob("out.*")) + sorted((TESTS / "golden" / "fixtures").glob("*"))
+from conftest import TESTS, promtool_check_metrics
+
+OUTPUTS = sorted((TESTS / "golden").rglob("out.*")) + sorted(
+    (TESTS / "golden" / "fixtures").glob("*")
+)
 TEXT_OUTPUTS = [p for p in OUTPUTS if p.name.endswith(".prom")]
 OM_OUTPUTS = [p for p in OUTPUTS if p.name.endswith(".om.txt")]
 

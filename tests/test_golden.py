@@ -11,8 +11,8 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, TESTS
 
+from conftest import FIXTURES, TESTS
 from metricbridge.config import load_config
 from metricbridge.exposition_reader import Verify
 from metricbridge.model import Format
@@ -60,7 +60,9 @@ def test_golden_case(case: Path, fmt: Format, verify: Verify, update_golden: boo
 @pytest.mark.parametrize("verify", list(Verify))
 @pytest.mark.parametrize("fmt", list(Format))
 @pytest.mark.parametrize("fixture", FIXTURE_INPUTS, ids=[f.name for f in FIXTURE_INPUTS])
-def test_real_fixture_through_default_contract(fixture: Path, fmt: Format, verify: Verify, update_golden: bool) -> None:
+def test_real_fixture_through_default_contract(
+    fixture: Path, fmt: Format, verify: Verify, update_golden: bool
+) -> None:
     """Each real SGLang scrape translates with the shipped contract to its recorded output."""
     actual = _translate(fixture.read_bytes(), _rules(None, verify), fmt)
     expected = GOLDEN / "fixtures" / f"{fixture.name}.{OUTPUTS[fmt]}"

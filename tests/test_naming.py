@@ -7,16 +7,16 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from conftest import FIXTURES
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
 from prometheus_client.parser import text_string_to_metric_families as parse_text
-from service_helpers import FakeUpstream, bridge_app
-from test_service import PROM2_ACCEPT, PROM3_ACCEPT
 
+from conftest import FIXTURES
 from metricbridge.config import load_config, parse_config
 from metricbridge.model import Format
 from metricbridge.pipeline import render, run_pipeline
 from metricbridge.rules import compile_rules
+from service_helpers import FakeUpstream, bridge_app
+from test_service import PROM2_ACCEPT, PROM3_ACCEPT
 
 TP1 = (FIXTURES / "tp1.prom").read_bytes()
 # Escape the names only (HELP texts mention other families by name and stay as written).
@@ -40,7 +40,10 @@ def test_upstream_escaped_names_are_served_in_the_contract_spelling() -> None:
 def test_a_name_present_in_both_spellings_is_not_merged() -> None:
     """Both spellings upstream: neither is renamed onto the other, so no duplicate family."""
     payload = b"# TYPE sglang:x gauge\nsglang:x 1\n# TYPE sglang_x gauge\nsglang_x 2\n"
-    text = render(run_pipeline(payload, Format.TEXT, compile_rules(parse_config("version: 1\n", "t"))), Format.TEXT).decode()
+    text = render(
+        run_pipeline(payload, Format.TEXT, compile_rules(parse_config("version: 1\n", "t"))),
+        Format.TEXT,
+    ).decode()
     assert sorted(_names(text)) == ["sglang:x", "sglang_x"]
 
 
@@ -61,7 +64,9 @@ def test_opt_in_serves_both_spellings_without_duplicates(fmt: Format) -> None:
     assert max(names.values()) == 1
     assert "sglang:request_waiting_time" in names
     assert "sglang_request_waiting_time" in names
-    assert sum(n.startswith("sglang_") for n in names) == sum(n.startswith("sglang:") for n in names)
+    assert sum(n.startswith("sglang_") for n in names) == sum(
+        n.startswith("sglang:") for n in names
+    )
 
 
 ACCEPTS = {
@@ -73,7 +78,9 @@ ACCEPTS = {
 }
 
 
-async def test_every_accept_header_gets_the_same_names(aiohttp_server: Any, aiohttp_client: Any) -> None:
+async def test_every_accept_header_gets_the_same_names(
+    aiohttp_server: Any, aiohttp_client: Any
+) -> None:
     """Text or OpenMetrics, escaping asked or not: the family names served are identical."""
     server = await aiohttp_server(FakeUpstream().app())
     client = await aiohttp_client(bridge_app(str(server.make_url("/metrics")), cache_ttl=60))
@@ -82,7 +89,9 @@ async def test_every_accept_header_gets_the_same_names(aiohttp_server: Any, aioh
         response = await client.get("/metrics", headers={"Accept": accept} if accept else {})
         body = await response.text()
         om = response.headers["Content-Type"].startswith("application/openmetrics-text")
-        names = {n.removesuffix("_total") for n in _names(body, parse_openmetrics if om else parse_text)}
+        names = {
+            n.removesuffix("_total") for n in _names(body, parse_openmetrics if om else parse_text)
+        }
         seen[label] = names
         assert not any(n.startswith("sglang_") for n in names), label
     assert len({frozenset(v) for v in seen.values()}) == 1

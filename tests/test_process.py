@@ -12,6 +12,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+
 from conftest import TESTS
 from service_helpers import FakeUpstream
 
@@ -26,10 +27,21 @@ def _free_port() -> int:
 
 async def _start_bridge(upstream_url: str, *extra: str) -> tuple[asyncio.subprocess.Process, str]:
     port = _free_port()
-    env = {**os.environ, "METRICBRIDGE_UPSTREAM": upstream_url, "METRICBRIDGE_LISTEN": f"127.0.0.1:{port}"}
+    env = {
+        **os.environ,
+        "METRICBRIDGE_UPSTREAM": upstream_url,
+        "METRICBRIDGE_LISTEN": f"127.0.0.1:{port}",
+    }
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "metricbridge", "--cache-ttl", "0", *extra,
-        env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        sys.executable,
+        "-m",
+        "metricbridge",
+        "--cache-ttl",
+        "0",
+        *extra,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
     )
     base = f"http://127.0.0.1:{port}"
     async with aiohttp.ClientSession() as session:
@@ -63,7 +75,9 @@ async def test_sigterm_drains_in_flight_scrape_and_exits_zero(aiohttp_server: An
     assert "Traceback" not in stderr
 
 
-async def test_sighup_reloads_and_rejects_broken_config(aiohttp_server: Any, tmp_path: Path) -> None:
+async def test_sighup_reloads_and_rejects_broken_config(
+    aiohttp_server: Any, tmp_path: Path
+) -> None:
     """SIGHUP swaps in a new valid config; a broken one is logged and the old one kept."""
     config = tmp_path / "aliases.yaml"
     config.write_text("version: 1\n")
@@ -71,12 +85,15 @@ async def test_sighup_reloads_and_rejects_broken_config(aiohttp_server: Any, tmp
     process, base = await _start_bridge(str(server.make_url("/metrics")), "-c", str(config))
     try:
         async with aiohttp.ClientSession() as session:
+
             async def body() -> str:
                 async with session.get(f"{base}/metrics") as response:
                     return await response.text()
 
             assert "sglang:engine_startup_time" not in await body()
-            config.write_text((TESTS / "golden" / "select-drops-selecting-label" / "aliases.yaml").read_text())
+            config.write_text(
+                (TESTS / "golden" / "select-drops-selecting-label" / "aliases.yaml").read_text()
+            )
             process.send_signal(signal.SIGHUP)
             for _ in range(50):
                 if "sglang:engine_startup_time{" in await body():

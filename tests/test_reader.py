@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import FIXTURES
 
+from conftest import FIXTURES
 from metricbridge.errors import ExpositionError
 from metricbridge.exposition_reader import Verify, parse_family, read_exposition
 from metricbridge.exposition_writer import write_exposition
@@ -17,25 +17,82 @@ GOOD_HEAD = b"# HELP g A gauge.\n# TYPE g gauge\n"
 # Payloads no part of which can be trusted: the whole read fails with this message.
 FATAL = [
     pytest.param(b"", Format.TEXT, "empty exposition (0 bytes)", id="zero_bytes"),
-    pytest.param(GOOD_HEAD + b"g 1\r\ng 2\r\n", Format.TEXT, "line 3: CRLF line ending; exposition lines end with \\n only", id="crlf"),
-    pytest.param(GOOD_HEAD + b'g{a="b"} 1\ng{a="c', Format.TEXT, "line 4: last line has no terminating newline (truncated body?)", id="truncated_inside_label_value"),
-    pytest.param(b"# TYPE g gauge\ng 1\n", Format.OPENMETRICS, "OpenMetrics exposition has no '# EOF' line (truncated body?)", id="openmetrics_without_eof"),
+    pytest.param(
+        GOOD_HEAD + b"g 1\r\ng 2\r\n",
+        Format.TEXT,
+        "line 3: CRLF line ending; exposition lines end with \\n only",
+        id="crlf",
+    ),
+    pytest.param(
+        GOOD_HEAD + b'g{a="b"} 1\ng{a="c',
+        Format.TEXT,
+        "line 4: last line has no terminating newline (truncated body?)",
+        id="truncated_inside_label_value",
+    ),
+    pytest.param(
+        b"# TYPE g gauge\ng 1\n",
+        Format.OPENMETRICS,
+        "OpenMetrics exposition has no '# EOF' line (truncated body?)",
+        id="openmetrics_without_eof",
+    ),
 ]
 
 # Payloads where one family is bad: it is dropped with this problem, the rest is kept.
 PER_FAMILY = [
-    pytest.param(b'# TYPE g gauge\ng{a="x\\q"} 1\n', "line 2, family g: invalid escape sequence '\\q' in label value", id="bad_escape"),
-    pytest.param(b"# HELP g one\n# HELP g two\n# TYPE g gauge\ng 1\n", "line 2, family g: duplicate HELP line", id="duplicate_help"),
-    pytest.param(b"# TYPE g gauge\n# TYPE g counter\ng 1\n", "line 2, family g: duplicate TYPE line", id="duplicate_type"),
-    pytest.param(b'# TYPE g gauge\ng{a="1"} one\n', "line 2, family g: invalid value 'one'", id="non_numeric_value"),
-    pytest.param(b"# TYPE g gauge\ng{a=\"b\" 1\n", "line 2, family g: expected ',' or '}' at column 9", id="unclosed_label_set"),
-    pytest.param(b"# TYPE g gauge\ng\n", "line 2, family g: expected a space before the value at column 2", id="missing_value"),
-    pytest.param(b"# TYPE g gauge\ng 1 2 3\n", "line 2, family g: unexpected text after the value: '3'", id="extra_tokens"),
-    pytest.param(b"# TYPE g gauge\ng 1 1.5\n", "line 2, family g: invalid timestamp '1.5': text format wants integer milliseconds", id="fractional_text_timestamp"),
-    pytest.param(b"# TYPE g gaug\ng 1\n", "line 1, family g: unknown metric type 'gaug'", id="unknown_type"),
-    pytest.param(b"g 1\n# TYPE g gauge\n", "line 2, family g: TYPE line after the family's samples", id="type_after_samples"),
-    pytest.param(b"# TYPE g gauge\ng{a=\"\xff\"} 1\n", "line 2, family g: invalid UTF-8 (invalid start byte)", id="invalid_utf8"),
-    pytest.param(b"# TYPE g gauge\ng{a=\"\x00\"} 1\n", "line 2, family g: NUL byte", id="nul_byte"),
+    pytest.param(
+        b'# TYPE g gauge\ng{a="x\\q"} 1\n',
+        "line 2, family g: invalid escape sequence '\\q' in label value",
+        id="bad_escape",
+    ),
+    pytest.param(
+        b"# HELP g one\n# HELP g two\n# TYPE g gauge\ng 1\n",
+        "line 2, family g: duplicate HELP line",
+        id="duplicate_help",
+    ),
+    pytest.param(
+        b"# TYPE g gauge\n# TYPE g counter\ng 1\n",
+        "line 2, family g: duplicate TYPE line",
+        id="duplicate_type",
+    ),
+    pytest.param(
+        b'# TYPE g gauge\ng{a="1"} one\n',
+        "line 2, family g: invalid value 'one'",
+        id="non_numeric_value",
+    ),
+    pytest.param(
+        b'# TYPE g gauge\ng{a="b" 1\n',
+        "line 2, family g: expected ',' or '}' at column 9",
+        id="unclosed_label_set",
+    ),
+    pytest.param(
+        b"# TYPE g gauge\ng\n",
+        "line 2, family g: expected a space before the value at column 2",
+        id="missing_value",
+    ),
+    pytest.param(
+        b"# TYPE g gauge\ng 1 2 3\n",
+        "line 2, family g: unexpected text after the value: '3'",
+        id="extra_tokens",
+    ),
+    pytest.param(
+        b"# TYPE g gauge\ng 1 1.5\n",
+        "line 2, family g: invalid timestamp '1.5': text format wants integer milliseconds",
+        id="fractional_text_timestamp",
+    ),
+    pytest.param(
+        b"# TYPE g gaug\ng 1\n", "line 1, family g: unknown metric type 'gaug'", id="unknown_type"
+    ),
+    pytest.param(
+        b"g 1\n# TYPE g gauge\n",
+        "line 2, family g: TYPE line after the family's samples",
+        id="type_after_samples",
+    ),
+    pytest.param(
+        b'# TYPE g gauge\ng{a="\xff"} 1\n',
+        "line 2, family g: invalid UTF-8 (invalid start byte)",
+        id="invalid_utf8",
+    ),
+    pytest.param(b'# TYPE g gauge\ng{a="\x00"} 1\n', "line 2, family g: NUL byte", id="nul_byte"),
 ]
 
 
@@ -84,14 +141,19 @@ def test_repeated_family_keeps_the_first_occurrence() -> None:
     payload = b"# TYPE a gauge\na 1\n# TYPE b gauge\nb 1\n# TYPE a gauge\na 2\n"
     exposition = read_exposition(payload, Format.TEXT)
     assert [f.name for f in exposition.families] == ["a", "b"]
-    assert str(exposition.problems[0]).startswith("line 5, family a: family appears again (first at line 1)")
+    assert str(exposition.problems[0]).startswith(
+        "line 5, family a: family appears again (first at line 1)"
+    )
 
 
 def test_fast_path_vouches_only_for_the_familys_own_lines() -> None:
     """A block with a foreign, header-less sample falls back to the line parser and splits off."""
     payload = b"# TYPE a gauge\na 1\nab 2\n"
     exposition = read_exposition(payload, Format.TEXT)
-    assert [(f.name, f.meta.type) for f in exposition.families] == [("a", MetricType.GAUGE), ("ab", MetricType.UNKNOWN)]
+    assert [(f.name, f.meta.type) for f in exposition.families] == [
+        ("a", MetricType.GAUGE),
+        ("ab", MetricType.UNKNOWN),
+    ]
 
 
 def test_spaces_in_label_values_take_the_exact_path() -> None:
@@ -136,14 +198,16 @@ def test_quoted_utf8_names_are_read_and_escaped_to_legacy_names() -> None:
 
 def test_special_values_round_trip() -> None:
     """NaN, +Inf, -Inf and Go-style exponents are kept as written."""
-    payload = b"# TYPE g gauge\ng{a=\"1\"} NaN\ng{a=\"2\"} +Inf\ng{a=\"3\"} -Inf\ng{a=\"4\"} 8.313110528e+09\n"
+    payload = (
+        b'# TYPE g gauge\ng{a="1"} NaN\ng{a="2"} +Inf\ng{a="3"} -Inf\ng{a="4"} 8.313110528e+09\n'
+    )
     exposition = read_exposition(payload, Format.TEXT, Verify.FULL)
     assert write_exposition(exposition.families, Format.TEXT) == payload
 
 
 def test_lax_go_values_are_normalised() -> None:
     """Spellings only Go's ParseFloat accepts are rewritten so OpenMetrics output stays valid."""
-    payload = b"# TYPE g gauge\ng{a=\"1\"} inf\ng{a=\"2\"} nan\n"
+    payload = b'# TYPE g gauge\ng{a="1"} inf\ng{a="2"} nan\n'
     exposition = read_exposition(payload, Format.TEXT, Verify.FULL)
     out = write_exposition(exposition.families, Format.OPENMETRICS)
     assert b'g{a="1"} +Inf\n' in out
@@ -163,8 +227,12 @@ def test_structure_mode_trusts_line_syntax_inside_vouched_blocks(case: str) -> N
 
 def test_family_split_by_a_comment_mixes_vouched_and_parsed_blocks() -> None:
     """A vouched block, a comment, then a line the fast path refuses: all samples kept, in order."""
-    payload = b'# TYPE g gauge\ng{a="1"} 1\n# a comment inside the family\ng{a="2"} 2 1700000000000\n'
+    payload = (
+        b'# TYPE g gauge\ng{a="1"} 1\n# a comment inside the family\ng{a="2"} 2 1700000000000\n'
+    )
     (family,) = read_exposition(payload, Format.TEXT).families
     assert isinstance(family, Family)
     assert [s.value for s in family.samples] == [1.0, 2.0]
-    assert write_exposition([family], Format.TEXT).endswith(b'g{a="1"} 1\ng{a="2"} 2 1700000000000\n')
+    assert write_exposition([family], Format.TEXT).endswith(
+        b'g{a="1"} 1\ng{a="2"} 2 1700000000000\n'
+    )

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+
 from conftest import FIXTURES
 from service_helpers import FakeUpstream, bridge_app
 
@@ -32,17 +33,25 @@ def _with_server_info(upstream: FakeUpstream, info: dict[str, object]) -> web.Ap
     return app
 
 
-async def test_server_info_poller_feeds_derived_rows(aiohttp_server: Any, aiohttp_client: Any) -> None:
+async def test_server_info_poller_feeds_derived_rows(
+    aiohttp_server: Any, aiohttp_client: Any
+) -> None:
     """The engine's /server_info becomes num_max_batchs without blocking any scrape."""
     upstream = FakeUpstream(body=(FIXTURES / "dp8.prom").read_bytes())
-    server = await aiohttp_server(_with_server_info(upstream, {"max_running_requests": 512, "dp_size": 8, "enable_dp_attention": True}))
+    server = await aiohttp_server(
+        _with_server_info(
+            upstream, {"max_running_requests": 512, "dp_size": 8, "enable_dp_attention": True}
+        )
+    )
     client = await aiohttp_client(bridge_app(str(server.make_url("/metrics"))))
     for _ in range(50):
         text = await (await client.get("/metrics")).text()
         if "sglang:num_max_batchs{" in text:
             break
         await asyncio.sleep(0.05)
-    assert 'sglang:num_max_batchs{engine_type="unified",model_name="Qwen/Qwen3-30B-A3B"} 512.0' in text
+    assert (
+        'sglang:num_max_batchs{engine_type="unified",model_name="Qwen/Qwen3-30B-A3B"} 512.0' in text
+    )
     assert "metricbridge_server_info_up 1.0" in text
 
 
@@ -77,7 +86,10 @@ async def test_heartbeat_turns_idle_on_without_scrapes(
     text = await (await client.get("/metrics")).text()
     assert "metricbridge_idle 1.0" in text
     assert 'metricbridge_idle_zeroed_family{family="sglang:cache_hit_rate"} 1.0' in text
-    assert 'sglang:cache_hit_rate{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",tp_rank="0"} 0.0' in text
+    assert (
+        'sglang:cache_hit_rate{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",tp_rank="0"} 0.0'
+        in text
+    )
     upstream.body = (FIXTURES / "tp1.prom").read_bytes()  # traffic again
     text = await (await client.get("/metrics")).text()
     assert "metricbridge_idle 0.0" in text
@@ -85,7 +97,9 @@ async def test_heartbeat_turns_idle_on_without_scrapes(
     assert "0.1915277151870212" in text
 
 
-async def test_no_synthetic_series_while_the_engine_is_down(aiohttp_server: Any, aiohttp_client: Any) -> None:
+async def test_no_synthetic_series_while_the_engine_is_down(
+    aiohttp_server: Any, aiohttp_client: Any
+) -> None:
     """Warm-zero would claim the engine is alive: with every upstream down there is none."""
     server = await aiohttp_server(FakeUpstream(status=503).app())
     client = await aiohttp_client(bridge_app(str(server.make_url("/metrics"))))

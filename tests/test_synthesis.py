@@ -9,8 +9,8 @@ import dataclasses
 import math
 
 import pytest
-from conftest import FIXTURES
 
+from conftest import FIXTURES
 from metricbridge.config import load_config, parse_config
 from metricbridge.exposition_reader import parse_family, read_exposition
 from metricbridge.model import Format
@@ -24,7 +24,13 @@ def _rules(text: str | None = None) -> CompiledRules:
     return compile_rules(load_config() if text is None else parse_config(text, "inline"))
 
 
-def _run(payload: bytes, rules: CompiledRules, state: SynthState | None = None, now: float = 0.0, server_info: dict[str, object] | None = None) -> Translation:
+def _run(
+    payload: bytes,
+    rules: CompiledRules,
+    state: SynthState | None = None,
+    now: float = 0.0,
+    server_info: dict[str, object] | None = None,
+) -> Translation:
     exposition = read_exposition(payload, Format.TEXT)
     assert not exposition.problems
     return translate(exposition.families, rules, state, now=now, server_info=server_info)
@@ -33,7 +39,11 @@ def _run(payload: bytes, rules: CompiledRules, state: SynthState | None = None, 
 def _series(translation: Translation, name: str) -> dict[tuple[tuple[str, str], ...], float]:
     for family in translation.families:
         if family.name == name:
-            return {tuple(sorted(s.labels)): s.value for s in parse_family(family).samples if s.name == name}
+            return {
+                tuple(sorted(s.labels)): s.value
+                for s in parse_family(family).samples
+                if s.name == name
+            }
     return {}
 
 
@@ -49,7 +59,9 @@ def test_warm_zero_cold_series_hand_over_to_the_real_ones_with_the_same_identity
     rules = _rules()
     cold = _run(_fixture("tp1-cold.prom"), rules)
     warm = _series(cold, "sglang:num_aborted_requests_total")
-    assert warm == {(("engine_type", "unified"), ("model_name", "meta-llama/Llama-3.1-8B-Instruct")): 0.0}
+    assert warm == {
+        (("engine_type", "unified"), ("model_name", "meta-llama/Llama-3.1-8B-Instruct")): 0.0
+    }
     assert cold.rows["sglang:num_aborted_requests_total"].state is RowState.SYNTHESIZED
     busy = _run(_fixture("tp1.prom"), rules, cold.state)
     assert _series(busy, "sglang:num_aborted_requests_total") == {next(iter(warm)): 1.0}
@@ -75,8 +87,15 @@ def test_engine_row_with_warm_zero_is_flagged_synthesized_with_no_source() -> No
 
 def test_select_plus_warm_zero_fills_only_the_missing_series() -> None:
     """encoder failures: the real error series is served, the other label sets read 0."""
-    got = _series(_run(_fixture("epd-encoder.prom"), _rules()), "sglang:encoder_num_failed_requests_total")
-    assert got[(("dp_rank", "1"), ("modality", "image"), ("model_name", "Qwen/Qwen2.5-VL-7B-Instruct"))] == 1.0
+    got = _series(
+        _run(_fixture("epd-encoder.prom"), _rules()), "sglang:encoder_num_failed_requests_total"
+    )
+    assert (
+        got[
+            (("dp_rank", "1"), ("modality", "image"), ("model_name", "Qwen/Qwen2.5-VL-7B-Instruct"))
+        ]
+        == 1.0
+    )
     assert sorted(got.values()) == [0.0, 0.0, 0.0, 1.0]
 
 
@@ -98,20 +117,32 @@ families:
 def test_histogram_warm_zero_has_real_bounds_and_the_label_product() -> None:
     """Every bucket 0 with prometheus_client's le spelling; one series per source value."""
     payload = f"# TYPE app_up gauge\napp_up{{{M}}} 1\n".encode()
-    family = next(f for f in _run(payload, _rules(HISTOGRAM_RULES)).families if f.name == "app_wait_seconds")
+    family = next(
+        f for f in _run(payload, _rules(HISTOGRAM_RULES)).families if f.name == "app_wait_seconds"
+    )
     samples = parse_family(family).samples
-    les = [dict(s.labels)["le"] for s in samples if s.name.endswith("_bucket") and dict(s.labels)["source"] == "workflow"]
+    les = [
+        dict(s.labels)["le"]
+        for s in samples
+        if s.name.endswith("_bucket") and dict(s.labels)["source"] == "workflow"
+    ]
     assert les == ["0.005", "1.0", "1e+06", "+Inf"]
     assert {dict(s.labels)["source"] for s in samples} == {"workflow", "transfer"}
     assert all(dict(s.labels)["kind"] == "x" and s.value == 0 for s in samples)
-    assert {s.name for s in samples} == {"app_wait_seconds_sum", "app_wait_seconds_bucket", "app_wait_seconds_count"}
+    assert {s.name for s in samples} == {
+        "app_wait_seconds_sum",
+        "app_wait_seconds_bucket",
+        "app_wait_seconds_count",
+    }
 
 
 def test_warm_zero_waits_for_its_reference_family() -> None:
     """No reference labels yet: nothing is invented, and the report says why."""
     translation = _run(b"# TYPE other gauge\nother 1\n", _rules(HISTOGRAM_RULES))
     assert "app_wait_seconds" not in {f.name for f in translation.families}
-    assert translation.rows["app_wait_seconds"].reason == "warm-zero waits for app_up, which is absent"
+    assert (
+        translation.rows["app_wait_seconds"].reason == "warm-zero waits for app_up, which is absent"
+    )
 
 
 # ---------------------------------------------------------------- idle ---------------------------
@@ -226,9 +257,15 @@ def test_default_device_cache_hit_rate_from_two_real_scrapes() -> None:
     """tp1 then hicache's counters: Δcached{device}/Δprompt by model, by hand."""
     rules = _rules()
     first = _run(_fixture("tp1.prom"), rules)
-    assert first.rows["sglang:device_cache_hit_rate"].reason == "no value yet: a rate needs two fetches"
+    assert (
+        first.rows["sglang:device_cache_hit_rate"].reason
+        == "no value yet: a rate needs two fetches"
+    )
     second = _run(_fixture("tp1.prom"), rules, first.state)
-    assert second.rows["sglang:device_cache_hit_rate"].reason == "no value: the denominator did not move since the previous fetch"
+    assert (
+        second.rows["sglang:device_cache_hit_rate"].reason
+        == "no value: the denominator did not move since the previous fetch"
+    )
 
 
 SERVER_INFO = {"max_running_requests": 256, "dp_size": 8, "enable_dp_attention": True}
@@ -250,7 +287,10 @@ def test_without_server_info_those_rows_are_missing_not_zero() -> None:
     """No /server_info answer: no invented value."""
     result = _run(_fixture("dp8.prom"), _rules())
     assert "sglang:num_max_batchs" not in {f.name for f in result.families}
-    assert result.rows["sglang:num_max_batchs"].reason == "/server_info has no usable max_running_requests"
+    assert (
+        result.rows["sglang:num_max_batchs"].reason
+        == "/server_info has no usable max_running_requests"
+    )
 
 
 def test_idle_batch_ratio_is_the_share_of_idle_dp_workers() -> None:
@@ -263,8 +303,9 @@ def test_idle_batch_ratio_is_the_share_of_idle_dp_workers() -> None:
 
 def test_derived_row_yields_to_a_patched_engine() -> None:
     """If the engine serves the contract name itself, its series win."""
-    payload = _fixture("dp8.prom") + b"# TYPE sglang:num_max_batchs gauge\nsglang:num_max_batchs 7\n"
+    payload = (
+        _fixture("dp8.prom") + b"# TYPE sglang:num_max_batchs gauge\nsglang:num_max_batchs 7\n"
+    )
     result = _run(payload, _rules(), server_info=SERVER_INFO)
     assert _series(result, "sglang:num_max_batchs") == {(): 7.0}
     assert result.rows["sglang:num_max_batchs"].state is RowState.NATIVE
-

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 from prometheus_client.parser import text_string_to_metric_families as parse_text
+
 from service_helpers import FakeUpstream, bridge_app
 
 
@@ -19,7 +20,9 @@ async def _hang(_: web.Request) -> web.StreamResponse:
 
 
 async def _truncated(request: web.Request) -> web.StreamResponse:
-    response = web.StreamResponse(headers={"Content-Type": "text/plain; version=0.0.4", "Content-Length": "5000"})
+    response = web.StreamResponse(
+        headers={"Content-Type": "text/plain; version=0.0.4", "Content-Length": "5000"}
+    )
     await response.prepare(request)
     await response.write(b'# TYPE g gauge\ng{a="b"} 1\n')
     request.transport.close()  # type: ignore[union-attr]
@@ -38,7 +41,11 @@ async def _trickle(request: web.Request) -> web.StreamResponse:
 FAILURES = [
     pytest.param({"status": 500}, "http_status", id="http_500"),
     pytest.param({"status": 404}, "http_status", id="http_404"),
-    pytest.param({"content_type": "text/html; charset=utf-8", "body": b"<html>oops</html>\n"}, "content_type", id="html_error_page"),
+    pytest.param(
+        {"content_type": "text/html; charset=utf-8", "body": b"<html>oops</html>\n"},
+        "content_type",
+        id="html_error_page",
+    ),
     pytest.param({"body": b"# TYPE g gauge\r\ng 1\r\n"}, "malformed", id="crlf_body"),
     pytest.param({"body": b"# TYPE g gauge\ng 1"}, "malformed", id="no_final_newline"),
     pytest.param({"behaviour": _hang}, "timeout", id="hang_no_bytes"),
@@ -56,17 +63,25 @@ async def _scrape(client: Any) -> str:
 
 @pytest.mark.parametrize(("upstream_kwargs", "reason"), FAILURES)
 async def test_failing_upstream_yields_self_metrics_and_reason(
-    aiohttp_server: Any, aiohttp_client: Any, caplog: pytest.LogCaptureFixture, upstream_kwargs: dict[str, Any], reason: str
+    aiohttp_server: Any,
+    aiohttp_client: Any,
+    caplog: pytest.LogCaptureFixture,
+    upstream_kwargs: dict[str, Any],
+    reason: str,
 ) -> None:
     """A failed fetch: 200, upstream_up 0, the reason counted and logged, no engine data."""
     server = await aiohttp_server(FakeUpstream(**upstream_kwargs).app())
-    client = await aiohttp_client(bridge_app(str(server.make_url("/metrics")), timeout=0.5, max_bytes=10_000))
+    client = await aiohttp_client(
+        bridge_app(str(server.make_url("/metrics")), timeout=0.5, max_bytes=10_000)
+    )
     with caplog.at_level(logging.WARNING, logger="metricbridge"):
         text = await _scrape(client)
     families = {f.name: f for f in parse_text(text)}
     assert all(name.startswith("metricbridge_") for name in families)
     assert [s.value for s in families["metricbridge_upstream_up"].samples] == [0.0]
-    failures = {s.labels["reason"]: s.value for s in families["metricbridge_upstream_failures"].samples}
+    failures = {
+        s.labels["reason"]: s.value for s in families["metricbridge_upstream_failures"].samples
+    }
     assert failures == {reason: 1.0}
     assert any(reason in record.getMessage() for record in caplog.records)
 
@@ -82,18 +97,29 @@ async def test_refused_connection(aiohttp_client: Any) -> None:
     assert "sglang:" not in text
 
 
-async def test_one_failing_upstream_never_hides_the_other(aiohttp_server: Any, aiohttp_client: Any) -> None:
+async def test_one_failing_upstream_never_hides_the_other(
+    aiohttp_server: Any, aiohttp_client: Any
+) -> None:
     """With two upstreams, the healthy one is served while the other reports up 0."""
     good = await aiohttp_server(FakeUpstream().app())
     bad = await aiohttp_server(FakeUpstream(status=500).app())
-    client = await aiohttp_client(bridge_app(str(good.make_url("/metrics")), str(bad.make_url("/metrics"))))
+    client = await aiohttp_client(
+        bridge_app(str(good.make_url("/metrics")), str(bad.make_url("/metrics")))
+    )
     text = await _scrape(client)
     assert "sglang:request_waiting_time_count" in text
-    ups = {s.labels["upstream"]: s.value for f in parse_text(text) if f.name == "metricbridge_upstream_up" for s in f.samples}
+    ups = {
+        s.labels["upstream"]: s.value
+        for f in parse_text(text)
+        if f.name == "metricbridge_upstream_up"
+        for s in f.samples
+    }
     assert sorted(ups.values()) == [0.0, 1.0]
 
 
-async def test_recovery_after_failure_serves_fresh_data(aiohttp_server: Any, aiohttp_client: Any, caplog: pytest.LogCaptureFixture) -> None:
+async def test_recovery_after_failure_serves_fresh_data(
+    aiohttp_server: Any, aiohttp_client: Any, caplog: pytest.LogCaptureFixture
+) -> None:
     """Down then up: no stale data while down, engine data again once it answers."""
     upstream = FakeUpstream()
     server = await aiohttp_server(upstream.app())
@@ -107,7 +133,9 @@ async def test_recovery_after_failure_serves_fresh_data(aiohttp_server: Any, aio
     assert any("is back" in record.getMessage() for record in caplog.records)
 
 
-async def test_malformed_family_is_dropped_and_counted(aiohttp_server: Any, aiohttp_client: Any) -> None:
+async def test_malformed_family_is_dropped_and_counted(
+    aiohttp_server: Any, aiohttp_client: Any
+) -> None:
     """One unreadable family is dropped and counted; the rest of the payload is served."""
     body = b'# TYPE good gauge\ngood 1\n# TYPE bad gauge\nbad{a="\\q"} 1\n'
     server = await aiohttp_server(FakeUpstream(body=body).app())
@@ -118,10 +146,14 @@ async def test_malformed_family_is_dropped_and_counted(aiohttp_server: Any, aioh
     assert "metricbridge_exposition_problems_total 1.0" in text
 
 
-async def test_empty_body_is_an_upstream_with_no_families(aiohttp_server: Any, aiohttp_client: Any) -> None:
+async def test_empty_body_is_an_upstream_with_no_families(
+    aiohttp_server: Any, aiohttp_client: Any
+) -> None:
     """A cold EPD encoder answers 200 with nothing; that is up, not an error."""
     server = await aiohttp_server(FakeUpstream(body=b"").app())
     client = await aiohttp_client(bridge_app(str(server.make_url("/metrics"))))
     text = await _scrape(client)
     assert "metricbridge_upstream_up{upstream=" in text
-    assert [s.value for f in parse_text(text) if f.name == "metricbridge_upstream_up" for s in f.samples] == [1.0]
+    assert [
+        s.value for f in parse_text(text) if f.name == "metricbridge_upstream_up" for s in f.samples
+    ] == [1.0]
