@@ -309,3 +309,40 @@ def test_derived_row_yields_to_a_patched_engine() -> None:
     result = _run(payload, _rules(), server_info=SERVER_INFO)
     assert _series(result, "sglang:num_max_batchs") == {(): 7.0}
     assert result.rows["sglang:num_max_batchs"].state is RowState.NATIVE
+
+
+def test_relabel_target_expanding_to_an_unusable_name_is_skipped() -> None:
+    """As in Prometheus: a `$1` target that expands to `le` or an invalid name changes nothing."""
+    rules = _rules(
+        """
+version: 1
+families:
+  h:
+    disposition: relabel
+    type: histogram
+    relabel:
+      - {source_labels: [k], target_label: "$1", replacement: "9"}
+"""
+    )
+    for bad in ("le", "not a name"):
+        payload = f'# TYPE h histogram\nh_bucket{{k="{bad}",le="1"}} 1\nh_bucket{{k="{bad}",le="+Inf"}} 1\nh_count{{k="{bad}"}} 1\nh_sum{{k="{bad}"}} 1\n'.encode()
+        family = next(f for f in _run(payload, rules).families if f.name == "h")
+        assert {dict(s.labels).get("le") for s in parse_family(family).samples} == {
+            "1",
+            "+Inf",
+            None,
+        }
+
+
+def test_scaling_a_histogram_with_a_non_numeric_bound_drops_it_with_a_problem() -> None:
+    """le="abc" cannot be scaled: the family is reported, not a crash."""
+    rules = _rules(
+        "version: 1\nfamilies:\n  h2:\n    {disposition: scale, type: histogram, source: h, factor: 2}\n"
+    )
+    payload = (
+        b'# TYPE h histogram\nh_bucket{le="abc"} 1\nh_bucket{le="+Inf"} 1\nh_count 1\nh_sum 1\n'
+    )
+    exposition = read_exposition(payload, Format.TEXT)
+    result = translate(exposition.families, rules)
+    assert [str(p) for p in result.problems] == ["family h: bucket bound le='abc' is not a number"]
+    assert "h2" not in {f.name for f in result.families}

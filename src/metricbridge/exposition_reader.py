@@ -24,13 +24,22 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from metricbridge.errors import ExpositionError
-from metricbridge.model import AnyFamily, Family, FamilyMeta, Format, MetricType, RawFamily, Sample
+from metricbridge.model import (
+    AnyFamily,
+    Family,
+    FamilyMeta,
+    Format,
+    MetricType,
+    RawFamily,
+    Sample,
+    sample_base,
+)
 from metricbridge.sample_line import LineError, legacy_name, parse_sample, unescape
 
 _HEADER = re.compile(r'# (HELP|TYPE|UNIT) ("(?:[^"\\]|\\.)*"|\S+)(?: (.*))?')
 _TEXT_TYPES = {"untyped": MetricType.UNKNOWN} | {t.value: t for t in MetricType}
-_ALL_BUT_SPACE_AND_NEWLINE = bytes(b for b in range(256) if b not in b" \n")
-_ONE_SPACE_LINE = b" \n"
+_ALL_BUT_SHAPE = bytes(b for b in range(256) if b not in b"} \n")
+_LABELLED_LINE = b"} \n"
 
 
 class Verify(StrEnum):
@@ -95,6 +104,7 @@ class _Builder:
     samples: list[Sample] | None = None  # set once any block needed parsing
     problem: ExpositionError | None = None
     meta: FamilyMeta | None = None  # set when the header came from the cache
+    declared_spelling: bool = False  # a sample spelled as declared was seen (see _belongs)
 
 
 # Header pairs seen before, by (format, raw bytes): (declared name, parsed meta).
@@ -187,7 +197,10 @@ class _Reader:
             _KNOWN_HEADERS.clear()  # a crude bound; hit rates recover within one scrape
         declared_type = _TEXT_TYPES[mtype]
         _, canonical, _ = allowed_suffixes(name, declared_type, self.fmt)
-        meta = FamilyMeta(canonical, declared_type, _unescape_help(help_text, self.fmt))
+        try:
+            meta = FamilyMeta(canonical, declared_type, _unescape_help(help_text, self.fmt))
+        except LineError:
+            return  # the general path reports it
         _KNOWN_HEADERS[key] = (name, meta)
 
     def _comment(self, raw: bytes) -> bool:
@@ -210,7 +223,12 @@ class _Reader:
                 return False  # free-form comments are allowed in the text format
             keyword, name, rest = match.group(1), match.group(2), match.group(3) or ""
             if name.startswith('"'):
-                name = legacy_name(unescape(name[1:-1]))
+                try:
+                    name = legacy_name(unescape(name[1:-1]))
+                except LineError as exc:
+                    problem = ExpositionError(f"family name: {exc}", line=self.line)
+                    self.result.problems.append(problem)
+                    return False
         builder = self._builder_for(name)
         if builder is None:
             return False
@@ -221,7 +239,10 @@ class _Reader:
         if keyword == "HELP":
             if builder.help is not None:
                 self._fail(builder, "duplicate HELP line")
-            builder.help = _unescape_help(rest, self.fmt)
+            try:
+                builder.help = _unescape_help(rest, self.fmt)
+            except LineError as exc:
+                self._fail(builder, f"HELP text: {exc}")
         elif keyword == "TYPE":
             mtype = _TEXT_TYPES.get(rest.strip())
             if builder.typed:
@@ -267,17 +288,18 @@ class _Reader:
             and not (self.suspect and _needs_exact_parser(block))
         ):
             needles = _fast_needles(builder.declared, builder.type, self.fmt)
-            # Deleting every byte but spaces and newlines leaves b" \n" per line exactly when
-            # each line has one space (no timestamp, exemplar or spaced label value) and ends.
-            shape = block.translate(None, _ALL_BUT_SPACE_AND_NEWLINE)
-            lines = len(shape) // 2
+            # Deleting every byte but '}', spaces and newlines leaves b"} \n" per line exactly
+            # when each line closes its label set once, right before its only space (so no
+            # timestamp, exemplar, or brace or space in a label value), and ends.
+            shape = block.translate(None, _ALL_BUT_SHAPE)
+            lines = len(shape) // 3
             if (
                 needles
-                and shape == _ONE_SPACE_LINE * lines
+                and shape == _LABELLED_LINE * lines
                 and sum(payload.count(needle, start - 1, end) for needle in needles) == lines
             ):
                 builder.pieces.append((block, self.line, lines))
-                builder.has_samples = True
+                builder.has_samples = builder.declared_spelling = True
                 return lines
         lines = block.count(b"\n")
         text = self._decode(block)
@@ -299,11 +321,7 @@ class _Reader:
         builder = self.current
         renamed = _belongs(sample.name, builder, self.fmt) if builder is not None else None
         if builder is None or renamed is None:
-            if builder is not None and builder.typed and self.fmt is Format.OPENMETRICS:
-                self._fail(
-                    builder, f"sample {sample.name!r} does not belong to this family", line_no
-                )
-                return
+            # Both formats allow a family without metadata: a foreign sample starts one.
             builder = self._builder_for(sample.name)
             if builder is None or builder.problem is not None:
                 return
@@ -409,9 +427,14 @@ def _belongs(sample_name: str, builder: _Builder, fmt: Format) -> str | None:
         return sample_name if sample_name == builder.declared else None
     base, _, suffixes = allowed_suffixes(builder.declared, builder.type, fmt)
     if sample_name.startswith(base) and sample_name[len(base) :] in suffixes:
+        builder.declared_spelling = True
         return sample_name
     # prometheus_client >= 0.23 escapes OpenMetrics sample names but not the HELP/TYPE names
-    # (client_python#1177): `sglang_x_total` under `# TYPE sglang:x counter`. Restore them.
+    # (client_python#1177): `sglang_x_total` under `# TYPE sglang:x counter`. Restore them, but
+    # only in OpenMetrics and only while the family has no sample spelled as declared: after
+    # one, an escaped-looking name is a family of its own.
+    if fmt is not Format.OPENMETRICS or builder.declared_spelling:
+        return None
     escaped = legacy_name(base, label=True)
     if escaped != base and sample_name.startswith(escaped):
         suffix = sample_name[len(escaped) :]
@@ -481,4 +504,37 @@ def read_exposition(payload: bytes, fmt: Format, verify: Verify = Verify.STRUCTU
     elif not payload.endswith(b"\n"):
         line = payload.count(b"\n") + 1
         raise ExpositionError("last line has no terminating newline (truncated body?)", line=line)
-    return _Reader(payload, fmt, verify).run()
+    exposition = _Reader(payload, fmt, verify).run()
+    if fmt is Format.TEXT:
+        _merge_created_families(exposition)
+    return exposition
+
+
+def _merge_created_families(exposition: Exposition) -> None:
+    """Fold text-format ``X_created`` gauge families into their counter/histogram/summary X.
+
+    prometheus_client writes a counter's creation time as a gauge family of its own in the text
+    format; as a separate family it would clash with the counter in OpenMetrics output and be
+    left behind when the counter is renamed.
+    """
+    families = exposition.families
+    owners = {
+        sample_base(f.name, f.meta.type): i
+        for i, f in enumerate(families)
+        if f.meta.type in (MetricType.COUNTER, MetricType.HISTOGRAM, MetricType.SUMMARY)
+    }
+    merged: set[int] = set()
+    for index, family in enumerate(families):
+        owner = owners.get(family.name.removesuffix("_created"))
+        is_created = family.name.endswith("_created") and family.meta.type is MetricType.GAUGE
+        if owner is None or not is_created:
+            continue
+        try:
+            parent, created = parse_family(families[owner]), parse_family(family)
+        except ExpositionError as exc:
+            exposition.problems.append(exc)
+            continue
+        families[owner] = Family(parent.meta, (*parent.samples, *created.samples))
+        merged.add(index)
+    if merged:
+        exposition.families = [f for i, f in enumerate(families) if i not in merged]

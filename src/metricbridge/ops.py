@@ -15,8 +15,9 @@ from metricbridge.model import (
     Sample,
     sample_base,
 )
-from metricbridge.numbers import format_value
+from metricbridge.numbers import format_value, parse_value
 from metricbridge.rules import CompiledRelabel
+from metricbridge.sample_line import LABEL_NAME
 
 _SHAPE_LABELS = frozenset({"le", "quantile"})
 
@@ -81,9 +82,20 @@ def scale(family: Family, factor: float) -> Family:
     return Family(family.meta, tuple(out))
 
 
+class ScaleError(ValueError):
+    """A histogram bound that is not a number cannot be scaled."""
+
+
+def _bound(value: str) -> float:
+    parsed = parse_value(value)
+    if parsed is None:
+        raise ScaleError(f"bucket bound le={value!r} is not a number")
+    return parsed[0]
+
+
 def _scale_le(labels: Labels, apply: Callable[[float], float]) -> Labels:
     return tuple(
-        (key, format_value(apply(float(value))) if key == "le" and value != "+Inf" else value)
+        (key, format_value(apply(_bound(value))) if key == "le" and value != "+Inf" else value)
         for key, value in labels
     )
 
@@ -120,6 +132,8 @@ def _relabel_one(labels: dict[str, str], step: CompiledRelabel) -> bool:
         return hit is None
     if hit is not None and step.target_label is not None:
         target = hit.expand(step.target_label)
+        if not LABEL_NAME.fullmatch(target) or target in _SHAPE_LABELS:
+            return True  # Prometheus skips a target that expands to an unusable name
         value = hit.expand(step.replacement)
         if value:
             labels[target] = value

@@ -18,7 +18,7 @@ from metricbridge.exposition_reader import parse_family
 from metricbridge.idle import IdleState, observe, zero_gauges
 from metricbridge.model import AnyFamily, Family, FamilyMeta, Labels, RawFamily
 from metricbridge.naming import escaped_copies, restore_escaped
-from metricbridge.ops import relabel, rename, scale, select
+from metricbridge.ops import ScaleError, relabel, rename, scale, select
 from metricbridge.rules import CompiledRule, CompiledRules
 from metricbridge.warm_zero import warm_zero
 
@@ -150,7 +150,12 @@ class _Run:
         if parsed is None:
             return None
         if rule.disposition is Disposition.SCALE:
-            result = scale(parsed, rule.factor or 1.0)
+            try:
+                result = scale(parsed, rule.factor or 1.0)
+            except ScaleError as exc:
+                self.problems.append(ExpositionError(str(exc), family=source.name))
+                self.stats.dropped["malformed"] += sample_count(source)
+                return None
         elif rule.disposition is Disposition.SELECT:
             result = select(parsed, rule.match)
         else:
