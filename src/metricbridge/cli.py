@@ -8,8 +8,10 @@ import sys
 from collections.abc import Callable, Sequence
 
 from metricbridge import __version__
+from metricbridge.cli_check import add_check_command, add_contract_command, add_diff_command
 from metricbridge.cli_demo import add_demo_command
 from metricbridge.cli_offline import add_config_command, add_translate_command
+from metricbridge.cli_rules import add_rules_command
 from metricbridge.cli_serve import add_serve_command
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
@@ -29,6 +31,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_demo_command(commands)
     add_translate_command(commands)
     add_config_command(commands)
+    add_rules_command(commands)
+    add_check_command(commands)
+    add_contract_command(commands)
+    add_diff_command(commands)
     return parser
 
 
