@@ -38,7 +38,7 @@ from metricbridge.sample_line import LineError, legacy_name, parse_sample, unesc
 
 _HEADER = re.compile(r'# (HELP|TYPE|UNIT) ("(?:[^"\\]|\\.)*"|\S+)(?: (.*))?')
 _TEXT_TYPES = {"untyped": MetricType.UNKNOWN} | {t.value: t for t in MetricType}
-_ALL_BUT_SHAPE = bytes(b for b in range(256) if b not in b"} \n")
+_ALL_BUT_SHAPE = bytes(b for b in range(256) if b not in b'",} \n')
 _LABELLED_LINE = b"} \n"
 
 
@@ -127,6 +127,7 @@ class _Reader:
         self.result = Exposition([], [], fmt)
         self.current: _Builder | None = None
         self.finished: dict[str, int] = {}
+        self.canonical: dict[str, int] = {}  # family names as served, to refuse clashes
         self.line = 1
 
     def run(self) -> Exposition:
@@ -288,14 +289,17 @@ class _Reader:
             and not (self.suspect and _needs_exact_parser(block))
         ):
             needles = _fast_needles(builder.declared, builder.type, self.fmt)
-            # Deleting every byte but '}', spaces and newlines leaves b"} \n" per line exactly
-            # when each line closes its label set once, right before its only space (so no
-            # timestamp, exemplar, or brace or space in a label value), and ends.
+            # Deleting every byte but quotes, commas, '}', spaces and newlines leaves, quotes and
+            # commas aside, b"} \n" per line exactly when each line closes its label set once,
+            # right before its only space (so no timestamp, exemplar, or brace or space in a
+            # label value), and ends; ',}' is a trailing comma, which OpenMetrics does not allow.
             shape = block.translate(None, _ALL_BUT_SHAPE)
-            lines = len(shape) // 3
+            plain = shape.translate(None, b'",')
+            lines = len(plain) // 3
             if (
                 needles
-                and shape == _LABELLED_LINE * lines
+                and plain == _LABELLED_LINE * lines
+                and b",}" not in shape
                 and sum(payload.count(needle, start - 1, end) for needle in needles) == lines
             ):
                 builder.pieces.append((block, self.line, lines))
@@ -386,6 +390,18 @@ class _Reader:
         if meta is None or meta.unit != builder.unit:
             _, canonical, _ = allowed_suffixes(builder.declared, builder.type, self.fmt)
             meta = FamilyMeta(canonical, builder.type, builder.help, builder.unit)
+        if meta.name in self.canonical:
+            # e.g. OpenMetrics counter `a` (samples a_total) beside an untyped family `a_total`
+            first = self.canonical[meta.name]
+            self.result.problems.append(
+                ExpositionError(
+                    f"family name clashes with the family at line {first}; this one is dropped",
+                    line=builder.first_line,
+                    family=builder.declared,
+                )
+            )
+            return
+        self.canonical[meta.name] = builder.first_line
         if builder.samples is None:
             body = b"".join(block for block, _, _ in builder.pieces)
             first = builder.pieces[0][1] if builder.pieces else builder.first_line
@@ -510,6 +526,26 @@ def read_exposition(payload: bytes, fmt: Format, verify: Verify = Verify.STRUCTU
     return exposition
 
 
+def _series_key(sample: Sample) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted(p for p in sample.labels if p[0] not in ("le", "quantile")))
+
+
+def _interleave_created(
+    samples: tuple[Sample, ...], created: tuple[Sample, ...]
+) -> tuple[Sample, ...]:
+    """Each series' ``_created`` sample right after that series' samples, as OpenMetrics wants."""
+    by_series = {_series_key(sample): sample for sample in created}
+    out: list[Sample] = []
+    for index, sample in enumerate(samples):
+        out.append(sample)
+        key = _series_key(sample)
+        last_of_series = index + 1 == len(samples) or _series_key(samples[index + 1]) != key
+        if last_of_series and key in by_series:
+            out.append(by_series.pop(key))
+    out.extend(by_series.values())  # a creation time whose series is absent stays at the end
+    return tuple(out)
+
+
 def _merge_created_families(exposition: Exposition) -> None:
     """Fold text-format ``X_created`` gauge families into their counter/histogram/summary X.
 
@@ -534,7 +570,7 @@ def _merge_created_families(exposition: Exposition) -> None:
         except ExpositionError as exc:
             exposition.problems.append(exc)
             continue
-        families[owner] = Family(parent.meta, (*parent.samples, *created.samples))
+        families[owner] = Family(parent.meta, _interleave_created(parent.samples, created.samples))
         merged.add(index)
     if merged:
         exposition.families = [f for i, f in enumerate(families) if i not in merged]

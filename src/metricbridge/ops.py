@@ -132,7 +132,7 @@ def _relabel_one(labels: dict[str, str], step: CompiledRelabel) -> bool:
         return hit is None
     if hit is not None and step.target_label is not None:
         target = hit.expand(step.target_label)
-        if not LABEL_NAME.fullmatch(target) or target in _SHAPE_LABELS:
+        if not LABEL_NAME.fullmatch(target) or target in _SHAPE_LABELS or target.startswith("__"):
             return True  # Prometheus skips a target that expands to an unusable name
         value = hit.expand(step.replacement)
         if value:

@@ -94,15 +94,23 @@ def boolean(node: yaml.Node, path: str, issues: Issues) -> bool | None:
     return bool(yaml.safe_load(node.value))
 
 
+_PLAIN_FLOAT = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
+
+
 def number(node: yaml.Node, path: str, issues: Issues) -> float | None:
-    """A finite YAML int or float."""
-    if not isinstance(node, yaml.ScalarNode) or node.tag not in (
-        "tag:yaml.org,2002:int",
-        "tag:yaml.org,2002:float",
+    """A finite YAML int or float; an unquoted ``1e-3`` counts too (YAML 1.1 reads it as text)."""
+    plain_float = (
+        isinstance(node, yaml.ScalarNode)
+        and node.style is None
+        and _PLAIN_FLOAT.fullmatch(node.value)
+    )
+    if not plain_float and (
+        not isinstance(node, yaml.ScalarNode)
+        or node.tag not in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
     ):
         issues.add(node, path, f"expected a number, got {_kind(node)}")
         return None
-    value = float(yaml.safe_load(node.value))
+    value = float(node.value) if plain_float else float(yaml.safe_load(node.value))
     if not math.isfinite(value):
         issues.add(node, path, f"expected a finite number, got {node.value!r}")
         return None
