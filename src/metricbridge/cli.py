@@ -1,4 +1,4 @@
-"""Command line: ``metricbridge [serve] --upstream ...`` and the offline tools. ``main`` returns the exit code."""
+"""Command line: `metricbridge [serve] --upstream ...` and the offline tools; returns exit codes."""
 
 from __future__ import annotations
 
