@@ -12,7 +12,8 @@ CORE = [
     "model", "errors", "numbers", "sample_line", "exposition_reader", "exposition_writer",
     "yaml_nodes", "config", "config_checks", "config_synth", "templates", "rules", "ops",
     "translate", "series", "warm_zero", "derive", "idle", "naming", "pipeline", "report",
-    "promql", "templating",
+    "promql", "templating", "byte_scan", "family_names", "family_parse", "created_series",
+    "catalog", "check", "resolve", "findings", "upgrade_diff", "export_rules",
 ]  # fmt: skip
 FORBIDDEN = {"aiohttp", "asyncio", "prometheus_client", "socket", "urllib.request", "http"}
 

@@ -15,7 +15,7 @@ import pytest
 
 from metricbridge.config import load_config
 from metricbridge.dashboards import Query, load_queries
-from metricbridge.exposition_reader import parse_family
+from metricbridge.family_parse import parse_family
 from metricbridge.model import Format
 from metricbridge.pipeline import run_pipeline
 from metricbridge.promql import LabelUseKind

@@ -20,7 +20,8 @@ from metricbridge.cli import main
 from metricbridge.config import Config, Disposition, load_config
 from metricbridge.export_common import Target, go_template, route
 from metricbridge.export_rules import RuleFormat, export_rules
-from metricbridge.exposition_reader import Verify, parse_family, read_exposition
+from metricbridge.exposition_reader import Verify, read_exposition
+from metricbridge.family_parse import parse_family
 from metricbridge.model import AnyFamily, Format
 from metricbridge.pipeline import run_pipeline
 from metricbridge.promql import analyze

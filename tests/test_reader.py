@@ -8,8 +8,9 @@ import pytest
 
 from conftest import FIXTURES
 from metricbridge.errors import ExpositionError
-from metricbridge.exposition_reader import Verify, parse_family, read_exposition
+from metricbridge.exposition_reader import Verify, read_exposition
 from metricbridge.exposition_writer import write_exposition
+from metricbridge.family_parse import parse_family
 from metricbridge.model import Family, Format, MetricType, RawFamily
 
 GOOD_HEAD = b"# HELP g A gauge.\n# TYPE g gauge\n"

@@ -12,7 +12,8 @@ import pytest
 
 from conftest import FIXTURES
 from metricbridge.config import load_config, parse_config
-from metricbridge.exposition_reader import parse_family, read_exposition
+from metricbridge.exposition_reader import read_exposition
+from metricbridge.family_parse import parse_family
 from metricbridge.model import Format
 from metricbridge.rules import CompiledRules, compile_rules
 from metricbridge.translate import RowState, SynthState, Translation, translate

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from metricbridge.errors import ExpositionError
-from metricbridge.exposition_reader import parse_family
+from metricbridge.family_parse import parse_family
 from metricbridge.model import AnyFamily, Labels, MetricType, sample_base
 
 __all__ = ["Catalog", "ServedFamily", "build_catalog"]

@@ -18,12 +18,16 @@ that might (about 80x slower on 10 MB: see bench/).
 
 from __future__ import annotations
 
-import functools
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from metricbridge.byte_scan import is_utf8, needs_exact_parser, next_comment, vouch
+from metricbridge.created_series import merge_created_families
 from metricbridge.errors import ExpositionError
+from metricbridge.family_names import TEXT_TYPES, allowed_suffixes, belongs, fast_needles
+from metricbridge.family_parse import parse_lines, unescape_help
 from metricbridge.model import (
     AnyFamily,
     Family,
@@ -32,14 +36,10 @@ from metricbridge.model import (
     MetricType,
     RawFamily,
     Sample,
-    sample_base,
 )
 from metricbridge.sample_line import LineError, legacy_name, parse_sample, unescape
 
 _HEADER = re.compile(r'# (HELP|TYPE|UNIT) ("(?:[^"\\]|\\.)*"|\S+)(?: (.*))?')
-_TEXT_TYPES = {"untyped": MetricType.UNKNOWN} | {t.value: t for t in MetricType}
-_ALL_BUT_SHAPE = bytes(b for b in range(256) if b not in b'",} \n')
-_LABELLED_LINE = b"} \n"
 
 
 class Verify(StrEnum):
@@ -57,38 +57,6 @@ class Exposition:
     problems: list[ExpositionError]
     format: Format
     renamed_samples: int = 0  # sample names restored from underscore escaping (client_python#1177)
-
-
-def allowed_suffixes(
-    declared: str, mtype: MetricType, fmt: Format
-) -> tuple[str, str, tuple[str, ...]]:
-    """The sample base, the family's canonical name and the suffixes its samples may carry."""
-    if mtype is MetricType.COUNTER:
-        if fmt is Format.OPENMETRICS:
-            return declared, declared + "_total", ("_total", "_created")
-        if declared.endswith("_total"):
-            return declared[: -len("_total")], declared, ("_total", "_created")
-        return declared, declared, ("",)
-    suffixes = {
-        MetricType.HISTOGRAM: ("_bucket", "_sum", "_count", "_created"),
-        MetricType.GAUGEHISTOGRAM: ("_bucket", "_gsum", "_gcount"),
-        MetricType.SUMMARY: ("", "_sum", "_count", "_created"),
-        MetricType.INFO: ("_info",),
-    }.get(mtype, ("",))
-    return declared, declared, suffixes
-
-
-@functools.lru_cache(maxsize=4096)
-def _fast_needles(declared: str, mtype: MetricType, fmt: Format) -> tuple[bytes, ...]:
-    """Line prefixes that are valid, unchanged, in both wire formats; empty: never fast."""
-    base, _, suffixes = allowed_suffixes(declared, mtype, fmt)
-    if mtype in (MetricType.INFO, MetricType.STATESET, MetricType.GAUGEHISTOGRAM):
-        return ()
-    # Only labelled lines are vouched for: one needle per suffix keeps the scans few, and an
-    # unlabelled series (a single line) costs little on the exact path.
-    return tuple(
-        ("\n" + base + suffix + "{").encode() for suffix in suffixes if suffix != "_created"
-    )
 
 
 @dataclass(slots=True)
@@ -122,7 +90,7 @@ class _Reader:
         # One C-speed pass settles encoding for the whole payload; only a payload that fails it
         # has its blocks decoded one by one, so the bad bytes are pinned to their family.
         # Escapes need the exact parser too; SGLang never writes one, so one memchr settles it.
-        self.suspect = b"\x00" in payload or b"\\" in payload or not _is_utf8(payload)
+        self.suspect = b"\x00" in payload or b"\\" in payload or not is_utf8(payload)
         self.fast = verify is Verify.STRUCTURE
         self.result = Exposition([], [], fmt)
         self.current: _Builder | None = None
@@ -151,7 +119,7 @@ class _Reader:
             elif payload[pos] == 0x0A:  # blank line: tolerated in both formats
                 pos, self.line = pos + 1, self.line + 1
             else:
-                end = _next_comment(payload, pos, size)
+                end = next_comment(payload, pos, size)
                 self.line += self._block(pos, end)
                 pos = end
         self._finish()
@@ -192,14 +160,14 @@ class _Reader:
             _, _, type_name, mtype = type_line.decode().split(" ", 3)
         except (UnicodeDecodeError, ValueError):
             return
-        if name != type_name or mtype not in _TEXT_TYPES or name.startswith('"'):
+        if name != type_name or mtype not in TEXT_TYPES or name.startswith('"'):
             return
         if len(_KNOWN_HEADERS) >= _KNOWN_HEADERS_MAX:
             _KNOWN_HEADERS.clear()  # a crude bound; hit rates recover within one scrape
-        declared_type = _TEXT_TYPES[mtype]
+        declared_type = TEXT_TYPES[mtype]
         _, canonical, _ = allowed_suffixes(name, declared_type, self.fmt)
         try:
-            meta = FamilyMeta(canonical, declared_type, _unescape_help(help_text, self.fmt))
+            meta = FamilyMeta(canonical, declared_type, unescape_help(help_text, self.fmt))
         except LineError:
             return  # the general path reports it
         _KNOWN_HEADERS[key] = (name, meta)
@@ -241,11 +209,11 @@ class _Reader:
             if builder.help is not None:
                 self._fail(builder, "duplicate HELP line")
             try:
-                builder.help = _unescape_help(rest, self.fmt)
+                builder.help = unescape_help(rest, self.fmt)
             except LineError as exc:
                 self._fail(builder, f"HELP text: {exc}")
         elif keyword == "TYPE":
-            mtype = _TEXT_TYPES.get(rest.strip())
+            mtype = TEXT_TYPES.get(rest.strip())
             if builder.typed:
                 self._fail(builder, "duplicate TYPE line")
             elif builder.has_samples:
@@ -286,22 +254,11 @@ class _Reader:
             and start > 0
             and self.fast
             and builder.samples is None
-            and not (self.suspect and _needs_exact_parser(block))
+            and not (self.suspect and needs_exact_parser(block))
         ):
-            needles = _fast_needles(builder.declared, builder.type, self.fmt)
-            # Deleting every byte but quotes, commas, '}', spaces and newlines leaves, quotes and
-            # commas aside, b"} \n" per line exactly when each line closes its label set once,
-            # right before its only space (so no timestamp, exemplar, or brace or space in a
-            # label value), and ends; ',}' is a trailing comma, which OpenMetrics does not allow.
-            shape = block.translate(None, _ALL_BUT_SHAPE)
-            plain = shape.translate(None, b'",')
-            lines = len(plain) // 3
-            if (
-                needles
-                and plain == _LABELLED_LINE * lines
-                and b",}" not in shape
-                and sum(payload.count(needle, start - 1, end) for needle in needles) == lines
-            ):
+            needles = fast_needles(builder.declared, builder.type, self.fmt)
+            lines = vouch(payload, block, start, end, needles)
+            if lines >= 0:
                 builder.pieces.append((block, self.line, lines))
                 builder.has_samples = builder.declared_spelling = True
                 return lines
@@ -323,23 +280,27 @@ class _Reader:
                 self._fail(self.current, str(exc), line_no)
             return
         builder = self.current
-        renamed = _belongs(sample.name, builder, self.fmt) if builder is not None else None
-        if builder is None or renamed is None:
+        verdict = None
+        if builder is not None:
+            mtype = builder.type if builder.typed else None
+            verdict = belongs(
+                sample.name,
+                builder.declared,
+                mtype,
+                self.fmt,
+                may_restore=not builder.declared_spelling,
+            )
+        if builder is None or verdict is None:
             # Both formats allow a family without metadata: a foreign sample starts one.
             builder = self._builder_for(sample.name)
             if builder is None or builder.problem is not None:
                 return
-            renamed = sample.name
-        if renamed != sample.name:
+            verdict = (sample.name, True)
+        name, as_declared = verdict
+        builder.declared_spelling |= as_declared
+        if name != sample.name:
             self.result.renamed_samples += 1
-            sample = Sample(
-                renamed,
-                sample.labels,
-                sample.value,
-                sample.raw_value,
-                sample.timestamp,
-                sample.exemplar,
-            )
+            sample = dataclasses.replace(sample, name=name)
         if builder.problem is None:
             self._to_samples(builder).append(sample)
             builder.has_samples = True
@@ -349,7 +310,7 @@ class _Reader:
         if builder.samples is None:
             builder.samples = []
             for block, line, _ in builder.pieces:
-                builder.samples.extend(_parse_lines(block.decode(), line, self.fmt))
+                builder.samples.extend(parse_lines(block.decode(), line, self.fmt))
             builder.pieces.clear()
         return builder.samples
 
@@ -411,100 +372,6 @@ class _Reader:
         self.result.families.append(Family(meta, tuple(builder.samples)))
 
 
-def _needs_exact_parser(block: bytes) -> bool:
-    """A block with escapes, NUL bytes or invalid UTF-8 is parsed line by line."""
-    return b"\\" in block or b"\x00" in block or not _is_utf8(block)
-
-
-def _is_utf8(payload: bytes) -> bool:
-    try:
-        payload.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
-
-
-def _next_comment(payload: bytes, pos: int, size: int) -> int:
-    """Offset of the next line that starts with '#', or ``size``."""
-    # A one-byte search runs at memchr speed, unlike a search for b"\n#" whose first byte recurs
-    # on every line; a '#' inside a label value just sends us on to the next one.
-    while True:
-        hit = payload.find(b"#", pos, size)
-        if hit < 0:
-            return size
-        if payload[hit - 1] == 0x0A:
-            return hit
-        pos = hit + 1
-
-
-def _belongs(sample_name: str, builder: _Builder, fmt: Format) -> str | None:
-    """The sample's name if it belongs to the builder's family (restored if escaped), else None."""
-    if not builder.typed:
-        return sample_name if sample_name == builder.declared else None
-    base, _, suffixes = allowed_suffixes(builder.declared, builder.type, fmt)
-    if sample_name.startswith(base) and sample_name[len(base) :] in suffixes:
-        builder.declared_spelling = True
-        return sample_name
-    # prometheus_client >= 0.23 escapes OpenMetrics sample names but not the HELP/TYPE names
-    # (client_python#1177): `sglang_x_total` under `# TYPE sglang:x counter`. Restore them, but
-    # only in OpenMetrics and only while the family has no sample spelled as declared: after
-    # one, an escaped-looking name is a family of its own.
-    if fmt is not Format.OPENMETRICS or builder.declared_spelling:
-        return None
-    escaped = legacy_name(base, label=True)
-    if escaped != base and sample_name.startswith(escaped):
-        suffix = sample_name[len(escaped) :]
-        if suffix in suffixes:
-            return base + suffix
-    return None
-
-
-def _unescape_help(text: str, fmt: Format) -> str:
-    if "\\" not in text:
-        return text
-    if fmt is Format.OPENMETRICS:
-        return unescape(text)
-    return text.replace("\\\\", "\x00").replace("\\n", "\n").replace("\x00", "\\")
-
-
-def _parse_lines(text: str, first_line: int, fmt: Format) -> list[Sample]:
-    samples = []
-    for offset, line in enumerate(text.split("\n")):
-        if line:
-            try:
-                samples.append(parse_sample(line, fmt))
-            except LineError as exc:
-                raise ExpositionError(str(exc), line=first_line + offset) from None
-    return samples
-
-
-_PARSE_CACHE_MAX_BODY = 64 << 10
-
-
-@functools.lru_cache(maxsize=512)
-def _cached_samples(body: bytes, fmt: Format) -> tuple[Sample, ...]:
-    return tuple(_parse_lines(body.decode(), 1, fmt))
-
-
-def parse_family(family: AnyFamily) -> Family:
-    """The parsed form of a family; raises ``ExpositionError`` naming the bad line.
-
-    Small families that rules look inside (start-up times, warm-zero references) repeat their
-    bytes scrape after scrape, so their parse is cached by content.
-    """
-    if isinstance(family, Family):
-        return family
-    try:
-        if len(family.body) <= _PARSE_CACHE_MAX_BODY:
-            samples = _cached_samples(family.body, family.source_format)
-        else:
-            samples = tuple(_parse_lines(family.body.decode(), 1, family.source_format))
-    except ExpositionError as exc:
-        line = None if exc.line is None else exc.line + family.first_line - 1
-        raise ExpositionError(exc.message, line=line, family=family.name) from None
-    return Family(family.meta, samples)
-
-
 def read_exposition(payload: bytes, fmt: Format, verify: Verify = Verify.STRUCTURE) -> Exposition:
     """Read a whole payload; raise ``ExpositionError`` only when nothing in it can be trusted."""
     if not payload:
@@ -522,55 +389,6 @@ def read_exposition(payload: bytes, fmt: Format, verify: Verify = Verify.STRUCTU
         raise ExpositionError("last line has no terminating newline (truncated body?)", line=line)
     exposition = _Reader(payload, fmt, verify).run()
     if fmt is Format.TEXT:
-        _merge_created_families(exposition)
+        exposition.families, problems = merge_created_families(exposition.families)
+        exposition.problems.extend(problems)
     return exposition
-
-
-def _series_key(sample: Sample) -> tuple[tuple[str, str], ...]:
-    return tuple(sorted(p for p in sample.labels if p[0] not in ("le", "quantile")))
-
-
-def _interleave_created(
-    samples: tuple[Sample, ...], created: tuple[Sample, ...]
-) -> tuple[Sample, ...]:
-    """Each series' ``_created`` sample right after that series' samples, as OpenMetrics wants."""
-    by_series = {_series_key(sample): sample for sample in created}
-    out: list[Sample] = []
-    for index, sample in enumerate(samples):
-        out.append(sample)
-        key = _series_key(sample)
-        last_of_series = index + 1 == len(samples) or _series_key(samples[index + 1]) != key
-        if last_of_series and key in by_series:
-            out.append(by_series.pop(key))
-    out.extend(by_series.values())  # a creation time whose series is absent stays at the end
-    return tuple(out)
-
-
-def _merge_created_families(exposition: Exposition) -> None:
-    """Fold text-format ``X_created`` gauge families into their counter/histogram/summary X.
-
-    prometheus_client writes a counter's creation time as a gauge family of its own in the text
-    format; as a separate family it would clash with the counter in OpenMetrics output and be
-    left behind when the counter is renamed.
-    """
-    families = exposition.families
-    owners = {
-        sample_base(f.name, f.meta.type): i
-        for i, f in enumerate(families)
-        if f.meta.type in (MetricType.COUNTER, MetricType.HISTOGRAM, MetricType.SUMMARY)
-    }
-    merged: set[int] = set()
-    for index, family in enumerate(families):
-        owner = owners.get(family.name.removesuffix("_created"))
-        is_created = family.name.endswith("_created") and family.meta.type is MetricType.GAUGE
-        if owner is None or not is_created:
-            continue
-        try:
-            parent, created = parse_family(families[owner]), parse_family(family)
-        except ExpositionError as exc:
-            exposition.problems.append(exc)
-            continue
-        families[owner] = Family(parent.meta, _interleave_created(parent.samples, created.samples))
-        merged.add(index)
-    if merged:
-        exposition.families = [f for i, f in enumerate(families) if i not in merged]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from metricbridge.exposition_reader import parse_family
+from metricbridge.family_parse import parse_family
 from metricbridge.model import AnyFamily, Family, Labels, MetricType, Sample, sample_base
 from metricbridge.numbers import format_value
 

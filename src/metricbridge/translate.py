@@ -14,7 +14,7 @@ from enum import StrEnum
 from metricbridge.config import Disposition, FamilyRule
 from metricbridge.derive import derive_all
 from metricbridge.errors import ExpositionError
-from metricbridge.exposition_reader import parse_family
+from metricbridge.family_parse import parse_family
 from metricbridge.idle import IdleState, observe, zero_gauges
 from metricbridge.model import AnyFamily, Family, FamilyMeta, Labels, RawFamily
 from metricbridge.naming import escaped_copies, restore_escaped

@@ -1,0 +1,58 @@
+"""Text-format ``_created`` gauge families, folded back into the family they belong to."""
+
+from __future__ import annotations
+
+from metricbridge.errors import ExpositionError
+from metricbridge.family_parse import parse_family
+from metricbridge.model import AnyFamily, Family, MetricType, Sample, sample_base
+
+
+def _series_key(sample: Sample) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted(p for p in sample.labels if p[0] not in ("le", "quantile")))
+
+
+def _interleave_created(
+    samples: tuple[Sample, ...], created: tuple[Sample, ...]
+) -> tuple[Sample, ...]:
+    """Each series' ``_created`` sample right after that series' samples, as OpenMetrics wants."""
+    by_series = {_series_key(sample): sample for sample in created}
+    out: list[Sample] = []
+    for index, sample in enumerate(samples):
+        out.append(sample)
+        key = _series_key(sample)
+        last_of_series = index + 1 == len(samples) or _series_key(samples[index + 1]) != key
+        if last_of_series and key in by_series:
+            out.append(by_series.pop(key))
+    out.extend(by_series.values())  # a creation time whose series is absent stays at the end
+    return tuple(out)
+
+
+def merge_created_families(
+    families: list[AnyFamily],
+) -> tuple[list[AnyFamily], list[ExpositionError]]:
+    """Fold text-format ``X_created`` gauge families into their counter/histogram/summary X.
+
+    prometheus_client writes a counter's creation time as a gauge family of its own in the text
+    format; as a separate family it would clash with the counter in OpenMetrics output and be
+    left behind when the counter is renamed.
+    """
+    problems: list[ExpositionError] = []
+    owners = {
+        sample_base(f.name, f.meta.type): i
+        for i, f in enumerate(families)
+        if f.meta.type in (MetricType.COUNTER, MetricType.HISTOGRAM, MetricType.SUMMARY)
+    }
+    merged: set[int] = set()
+    for index, family in enumerate(families):
+        owner = owners.get(family.name.removesuffix("_created"))
+        is_created = family.name.endswith("_created") and family.meta.type is MetricType.GAUGE
+        if owner is None or not is_created:
+            continue
+        try:
+            parent, created = parse_family(families[owner]), parse_family(family)
+        except ExpositionError as exc:
+            problems.append(exc)
+            continue
+        families[owner] = Family(parent.meta, _interleave_created(parent.samples, created.samples))
+        merged.add(index)
+    return [f for i, f in enumerate(families) if i not in merged], problems
