@@ -139,8 +139,10 @@ class Bridge:
             self.metrics.translation_duration.observe(time.perf_counter() - started)
             self._account(translation)
         else:
-            # Nothing observed: idleness must be re-established once the engine answers again.
-            self.state = SynthState(self.state.counters)
+            # Nothing observed: idleness must be re-established, and no rate may span a gap in
+            # which the engine could have restarted unseen. Nothing of the engine is served.
+            self.state = SynthState()
+            self._account_nothing_served()
         self.metrics.idle_state(
             self.state.idle, translation.zeroed if translation else (), loop.time()
         )
@@ -215,6 +217,16 @@ class Bridge:
                 seen[family.name] = upstream.label
                 merged.append(family)
         return merged
+
+    def _account_nothing_served(self) -> None:
+        metrics = self.metrics
+        for direction in ("in", "out"):
+            metrics.families.labels(direction).set(0)
+            metrics.samples.labels(direction).set(0)
+        metrics.warm_zero_series.set(0)
+        rows = len(self.rules.rows)
+        for state in RowState:
+            metrics.contract_rows.labels(state.value).set(rows if state is RowState.MISSING else 0)
 
     def _account(self, translation: Translation) -> None:
         stats, metrics = translation.stats, self.metrics

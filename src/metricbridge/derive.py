@@ -55,13 +55,16 @@ def _deltas(
     by: Sequence[str],
     seen: dict[tuple[str, Labels], float],
 ) -> dict[Labels, float]:
+    # One series going down means the engine restarted: every series of the family started
+    # over, including those that have already grown past their old values.
+    restarted = any(value < memory.get((name, labels), value) for labels, value in series)
     sums: dict[Labels, float] = {}
     for labels, value in series:
         seen[(name, labels)] = value
         previous = memory.get((name, labels))
         if previous is None:
             continue
-        delta = value if value < previous else value - previous  # a drop means a counter reset
+        delta = value if restarted else value - previous
         group = _group(labels, by)
         sums[group] = sums.get(group, 0.0) + delta
     return sums

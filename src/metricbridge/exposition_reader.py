@@ -37,7 +37,7 @@ from metricbridge.model import (
     RawFamily,
     Sample,
 )
-from metricbridge.sample_line import LineError, legacy_name, parse_sample, unescape
+from metricbridge.sample_line import METRIC_NAME, LineError, legacy_name, parse_sample, unescape
 
 _HEADER = re.compile(r'# (HELP|TYPE|UNIT) ("(?:[^"\\]|\\.)*"|\S+)(?: (.*))?')
 
@@ -57,6 +57,7 @@ class Exposition:
     problems: list[ExpositionError]
     format: Format
     renamed_samples: int = 0  # sample names restored from underscore escaping (client_python#1177)
+    headers_seen: bool = False  # any HELP/TYPE/UNIT line: the body is at least meant as one
 
 
 @dataclass(slots=True)
@@ -140,7 +141,8 @@ class _Reader:
         key = (self.fmt, payload[pos:end])
         cached = _KNOWN_HEADERS.get(key)
         if cached is None:
-            if payload.startswith(b"# HELP ", pos) and payload.startswith(b"# TYPE ", eol + 1):
+            pair = payload.startswith(b"# HELP ", pos) and payload.startswith(b"# TYPE ", eol + 1)
+            if pair and b"\x00" not in key[1]:  # NUL bytes are judged on the general path
                 self._remember(key, payload[pos:eol], payload[eol + 1 : end])
             return -1
         declared, meta = cached
@@ -149,6 +151,7 @@ class _Reader:
         ):
             return -1
         self._finish()
+        self.result.headers_seen = True
         self.current = _Builder(declared, self.line, meta.type, meta.help, typed=True, meta=meta)
         self.line += 2
         return end + 1
@@ -172,9 +175,9 @@ class _Reader:
             return  # the general path reports it
         _KNOWN_HEADERS[key] = (name, meta)
 
-    def _comment(self, raw: bytes) -> bool:
+    def _comment(self, raw: bytes) -> bool:  # noqa: PLR0911 - each return is a kind of line
         """Handle a comment line; return True at ``# EOF``."""
-        text = self._decode(raw)
+        text = self._decode(raw, header=True)
         if text is None:
             return False
         if text == "# EOF":
@@ -182,6 +185,7 @@ class _Reader:
         parts = text.split(" ", 3)
         if (
             len(parts) >= 3
+            and parts[0] == "#"
             and parts[1] in ("HELP", "TYPE", "UNIT")
             and not parts[2].startswith('"')
         ):
@@ -198,6 +202,13 @@ class _Reader:
                     problem = ExpositionError(f"family name: {exc}", line=self.line)
                     self.result.problems.append(problem)
                     return False
+        if not METRIC_NAME.fullmatch(name):
+            # Prometheus refuses a whole scrape over one ("invalid metric name in comment").
+            problem = ExpositionError(
+                f"invalid metric name {name!r} in a {keyword} line", line=self.line
+            )
+            self.result.problems.append(problem)
+            return False
         builder = self._builder_for(name)
         if builder is None:
             return False
@@ -205,6 +216,7 @@ class _Reader:
         return False
 
     def _header(self, builder: _Builder, keyword: str, rest: str) -> None:
+        self.result.headers_seen = True
         if keyword == "HELP":
             if builder.help is not None:
                 self._fail(builder, "duplicate HELP line")
@@ -292,6 +304,10 @@ class _Reader:
             )
         if builder is None or verdict is None:
             # Both formats allow a family without metadata: a foreign sample starts one.
+            if builder is not None and sample.name == builder.declared:
+                message = f"sample {sample.name!r} is not a valid sample name for a {builder.type}"
+                self._fail(builder, message, line_no)
+                return
             builder = self._builder_for(sample.name)
             if builder is None or builder.problem is not None:
                 return
@@ -320,7 +336,7 @@ class _Reader:
                 message, line=line or self.line, family=builder.declared
             )
 
-    def _decode(self, raw: bytes) -> str | None:
+    def _decode(self, raw: bytes, *, header: bool = False) -> str | None:
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -332,8 +348,13 @@ class _Reader:
             problem = ExpositionError(
                 "NUL byte", line=self.line + text.count("\n", 0, text.index("\x00"))
             )
-        if self.current is not None:
-            self._fail(self.current, problem.message, problem.line)
+        builder = self.current
+        parts = raw.split(b" ", 3)
+        if header and len(parts) >= 3 and parts[1] in (b"HELP", b"TYPE", b"UNIT"):
+            # A bad byte in a header is the named family's fault, not the previous family's.
+            builder = self._builder_for(parts[2].decode("utf-8", "replace"))
+        if builder is not None:
+            self._fail(builder, problem.message, problem.line)
         else:
             self.result.problems.append(problem)
         return None
@@ -369,7 +390,22 @@ class _Reader:
             count = sum(piece[2] for piece in builder.pieces)
             self.result.families.append(RawFamily(meta, body, self.fmt, first, count))
             return
-        self.result.families.append(Family(meta, tuple(builder.samples)))
+        self.result.families.append(Family(meta, self._unique(builder)))
+
+    def _unique(self, builder: _Builder) -> tuple[Sample, ...]:
+        """A parsed family's samples with repeats dropped (the first one wins), each reported."""
+        samples = builder.samples or []
+        seen: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
+        out = []
+        for sample in samples:
+            key = (sample.name, tuple(sorted(sample.labels)))
+            if key in seen:
+                message = f"series {sample.name}{dict(sample.labels)} repeated; the repeat dropped"
+                self.result.problems.append(ExpositionError(message, family=builder.declared))
+                continue
+            seen.add(key)
+            out.append(sample)
+        return tuple(out)
 
 
 def read_exposition(payload: bytes, fmt: Format, verify: Verify = Verify.STRUCTURE) -> Exposition:
@@ -388,6 +424,10 @@ def read_exposition(payload: bytes, fmt: Format, verify: Verify = Verify.STRUCTU
         line = payload.count(b"\n") + 1
         raise ExpositionError("last line has no terminating newline (truncated body?)", line=line)
     exposition = _Reader(payload, fmt, verify).run()
+    if not exposition.families and exposition.problems and not exposition.headers_seen:
+        # An HTML error page or a health check's "OK" served as text/plain: not an exposition.
+        first = exposition.problems[0]
+        raise ExpositionError(f"nothing in the body is an exposition ({first})")
     if fmt is Format.TEXT:
         exposition.families, problems = merge_created_families(exposition.families)
         exposition.problems.extend(problems)

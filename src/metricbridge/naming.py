@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from metricbridge.config_synth import NamingConfig
-from metricbridge.model import AnyFamily, FamilyMeta
+from metricbridge.family_names import allowed_suffixes
+from metricbridge.model import AnyFamily, FamilyMeta, Format
 from metricbridge.ops import rename
 
 
@@ -25,12 +26,16 @@ def restore_escaped(
     if not naming.restore_escaped or escaped == prefix:
         return list(families), 0
     names = {family.name for family in families}
+    # Sample names too: `sglang_h_sum` must not become `sglang:h_sum` beside histogram `sglang:h`.
+    taken = names | {name for family in families for name in _sample_names(family)}
     out: list[AnyFamily] = []
     restored = 0
     for family in families:
         name = family.name
-        if name.startswith(escaped) and prefix + name[len(escaped) :] not in names:
-            out.append(rename(family, replace(family.meta, name=prefix + name[len(escaped) :])))
+        target = prefix + name[len(escaped) :]
+        wanted = replace(family.meta, name=target)
+        if name.startswith(escaped) and not taken & {target, *_sample_names_of(wanted)}:
+            out.append(rename(family, wanted))
             restored += 1
         else:
             out.append(family)
@@ -54,3 +59,12 @@ def escaped_copies(families: Sequence[AnyFamily], naming: NamingConfig) -> list[
                     )
                 )
     return copies
+
+
+def _sample_names_of(meta: FamilyMeta) -> set[str]:
+    base, _, suffixes = allowed_suffixes(meta.name, meta.type, Format.TEXT)
+    return {base + suffix for suffix in suffixes}
+
+
+def _sample_names(family: AnyFamily) -> set[str]:
+    return _sample_names_of(family.meta)

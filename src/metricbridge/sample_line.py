@@ -102,6 +102,8 @@ def _read_labels(line: str, pos: int, name: str | None) -> tuple[str | None, Lab
             match = _QUOTED.match(line, pos)
             if match is None:
                 raise LineError(f"label {key!r}: value must be a double-quoted string")
+            if any(key == seen for seen, _ in labels):
+                raise LineError(f"label {key!r} appears twice in the label set")
             labels.append((key, unescape(match.group(1))))
             pos = _skip_space(line, match.end())
         if pos < len(line) and line[pos] == ",":
@@ -126,7 +128,8 @@ def parse_sample(line: str, fmt: Format) -> Sample:
         if parsed is not None:
             pairs = plain.group(2)
             labels = tuple(_PLAIN_PAIR.findall(pairs)) if pairs else ()
-            return Sample(plain.group(1), labels, parsed[0], parsed[1])
+            if len({key for key, _ in labels}) == len(labels):
+                return Sample(plain.group(1), labels, parsed[0], parsed[1])
     return _parse_general(line, fmt)
 
 
