@@ -36,6 +36,7 @@ from metricbridge.model import (
     MetricType,
     RawFamily,
     Sample,
+    sample_base,
 )
 from metricbridge.sample_line import METRIC_NAME, LineError, legacy_name, parse_sample, unescape
 
@@ -372,9 +373,12 @@ class _Reader:
         if meta is None or meta.unit != builder.unit:
             _, canonical, _ = allowed_suffixes(builder.declared, builder.type, self.fmt)
             meta = FamilyMeta(canonical, builder.type, builder.help, builder.unit)
-        if meta.name in self.canonical:
+        # A counter occupies its OpenMetrics family name too (`a` for `a_total`).
+        occupied = {meta.name, sample_base(meta.name, meta.type)}
+        clash = next((name for name in occupied if name in self.canonical), None)
+        if clash is not None:
             # e.g. OpenMetrics counter `a` (samples a_total) beside an untyped family `a_total`
-            first = self.canonical[meta.name]
+            first = self.canonical[clash]
             self.result.problems.append(
                 ExpositionError(
                     f"family name clashes with the family at line {first}; this one is dropped",
@@ -383,7 +387,8 @@ class _Reader:
                 )
             )
             return
-        self.canonical[meta.name] = builder.first_line
+        for name in occupied:
+            self.canonical[name] = builder.first_line
         if builder.samples is None:
             body = b"".join(block for block, _, _ in builder.pieces)
             first = builder.pieces[0][1] if builder.pieces else builder.first_line

@@ -62,8 +62,9 @@ def escaped_copies(families: Sequence[AnyFamily], naming: NamingConfig) -> list[
 
 
 def _sample_names_of(meta: FamilyMeta) -> set[str]:
+    """Every name the family occupies: its sample names and (a counter's) OpenMetrics name."""
     base, _, suffixes = allowed_suffixes(meta.name, meta.type, Format.TEXT)
-    return {base + suffix for suffix in suffixes}
+    return {base} | {base + suffix for suffix in suffixes}
 
 
 def _sample_names(family: AnyFamily) -> set[str]:

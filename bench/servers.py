@@ -1,0 +1,229 @@
+"""Processes for the service benchmarks: a payload upstream, a pass-through proxy, the bridge.
+
+    python bench/servers.py upstream --port P (--payload 1MB|10MB [--evolve] | --file PATH)
+    python bench/servers.py proxy --port P --upstream URL [--buffered]
+
+Each runs in its own process so the GIL and the RSS of the bridge are its own. The upstream
+counts its /metrics requests (GET /count). ``--evolve`` advances a simulated engine before each
+answer, so every scrape sees new values (a real engine never serves the same bytes twice, and
+the bridge caches parses of small repeated families); otherwise the bytes are fixed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import aiohttp
+from aiohttp import web
+from payloads import SHAPES
+
+from metricbridge.simulator_engine import SimulatedEngine
+
+TEXT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+BENCH = Path(__file__).resolve().parent
+COUNT = web.AppKey("count", dict)
+
+
+# --- the roles ----------------------------------------------------------------------------
+
+
+def upstream_app(payload: str | None, file: Path | None, *, evolve: bool) -> web.Application:
+    """Serve one payload (fixed bytes, or a simulated engine advanced 1 s per scrape)."""
+    app = web.Application()
+    app[COUNT] = {"metrics": 0}
+    engine: SimulatedEngine | None = None
+    if file is not None:
+        body = file.read_bytes()
+    else:
+        dp, tp = SHAPES[payload or "1MB"]
+        engine = SimulatedEngine(dp_size=dp, tp_size=tp, seed=7)
+        engine.advance(30.0, arrivals_per_second=3.0 * dp * tp)
+        body = engine.render()
+    lock = asyncio.Lock()
+
+    async def metrics(_: web.Request) -> web.Response:
+        nonlocal body
+        app[COUNT]["metrics"] += 1
+        if evolve and engine is not None:
+            async with lock:  # one render at a time, off the event loop
+                body = await asyncio.to_thread(_next, engine)
+        return web.Response(body=body, headers={"Content-Type": TEXT_TYPE})
+
+    async def count(_: web.Request) -> web.Response:
+        return web.json_response(app[COUNT])
+
+    app.router.add_get("/metrics", metrics)
+    app.router.add_get("/count", count)
+    return app
+
+
+def _next(engine: SimulatedEngine) -> bytes:
+    engine.advance(1.0, arrivals_per_second=3.0 * engine.dp_size * engine.tp_size)
+    return engine.render()
+
+
+def proxy_app(upstream: str, *, buffered: bool) -> web.Application:
+    """A plain pass-through proxy for /metrics: one shared session, bytes copied as they come."""
+    app = web.Application()
+    sessions: list[aiohttp.ClientSession] = []
+
+    async def session_ctx(_: web.Application):  # noqa: ANN202 - aiohttp cleanup context
+        sessions.append(aiohttp.ClientSession(auto_decompress=False))
+        yield
+        await sessions[0].close()
+
+    async def metrics(request: web.Request) -> web.StreamResponse:
+        headers = {"Accept-Encoding": "identity"}
+        async with sessions[0].get(upstream, headers=headers) as response:
+            out_headers = {"Content-Type": response.headers.get("Content-Type", TEXT_TYPE)}
+            if buffered:
+                body = await response.read()
+                return web.Response(body=body, status=response.status, headers=out_headers)
+            out = web.StreamResponse(status=response.status, headers=out_headers)
+            if response.content_length is not None:
+                out.content_length = response.content_length
+            await out.prepare(request)
+            async for chunk in response.content.iter_chunked(1 << 16):
+                await out.write(chunk)
+            await out.write_eof()
+            return out
+
+    app.cleanup_ctx.append(session_ctx)
+    app.router.add_get("/metrics", metrics)
+    return app
+
+
+# --- process helpers (used by the benchmark scripts) --------------------------------------
+
+
+def free_port() -> int:
+    """A port free on 127.0.0.1 right now (the child binds it a moment later)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Process:
+    """A child process serving HTTP on 127.0.0.1:``port``; always killed on exit."""
+
+    def __init__(
+        self, name: str, args: list[str], port: int, env: dict[str, str] | None = None
+    ) -> None:
+        self.name, self.port = name, port
+        self.url = f"http://127.0.0.1:{port}"
+        self.popen = subprocess.Popen(
+            [sys.executable, *args],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+        )
+
+    @classmethod
+    def upstream(
+        cls, payload: str | None = None, *, evolve: bool = False, file: Path | None = None
+    ) -> Process:
+        """A payload upstream."""
+        port = free_port()
+        args = [str(BENCH / "servers.py"), "upstream", "--port", str(port)]
+        args += ["--file", str(file)] if file else ["--payload", payload or "1MB"]
+        return cls("upstream", [*args, *(["--evolve"] if evolve else [])], port)
+
+    @classmethod
+    def proxy(cls, upstream: str, *, buffered: bool = False) -> Process:
+        """A pass-through proxy in front of ``upstream``."""
+        port = free_port()
+        args = [str(BENCH / "servers.py"), "proxy", "--port", str(port), "--upstream", upstream]
+        return cls("proxy", [*args, *(["--buffered"] if buffered else [])], port)
+
+    @classmethod
+    def bridge(
+        cls, upstream: str, *, cache_ttl: float, env: dict[str, str] | None = None
+    ) -> Process:
+        """``metricbridge serve`` in front of ``upstream``."""
+        port = free_port()
+        args = ["-m", "metricbridge", "--upstream", upstream, "--listen", f"127.0.0.1:{port}"]
+        args += ["--cache-ttl", str(cache_ttl), "--no-server-info", "--log-level", "warning"]
+        return cls("bridge", args, port, env)
+
+    async def ready(self, path: str, timeout: float = 120.0) -> None:
+        """Wait until ``path`` answers (payload rendering can take a while at 10 MB)."""
+        deadline = time.monotonic() + timeout
+        async with aiohttp.ClientSession() as session:
+            while time.monotonic() < deadline:
+                if self.popen.poll() is not None:
+                    raise RuntimeError(f"{self.name} exited: {self.popen.stderr.read().decode()}")  # type: ignore[union-attr]
+                try:
+                    async with session.get(self.url + path) as response:
+                        if response.status < 500:
+                            return
+                except aiohttp.ClientError:
+                    pass
+                await asyncio.sleep(0.1)
+        raise RuntimeError(f"{self.name} did not start within {timeout} s")
+
+    def rss_kib(self) -> int:
+        """Current resident set size (VmRSS)."""
+        return _status_kib(self.popen.pid, "VmRSS")
+
+    def peak_rss_kib(self) -> int:
+        """Peak resident set size so far (VmHWM)."""
+        return _status_kib(self.popen.pid, "VmHWM")
+
+    def stop(self) -> None:
+        """SIGTERM, then SIGKILL if it lingers."""
+        if self.popen.poll() is None:
+            self.popen.send_signal(signal.SIGTERM)
+            try:
+                self.popen.wait(10)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait()
+        if self.popen.stderr is not None:
+            self.popen.stderr.close()
+
+
+def _status_kib(pid: int, field: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no {field} for pid {pid}")
+
+
+async def upstream_count(upstream: Process) -> int:
+    """/metrics requests the upstream has answered."""
+    async with aiohttp.ClientSession() as session, session.get(upstream.url + "/count") as response:
+        return int(json.loads(await response.read())["metrics"])
+
+
+def main() -> None:
+    """Run one role until SIGTERM."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    roles = parser.add_subparsers(dest="role", required=True)
+    up = roles.add_parser("upstream")
+    up.add_argument("--port", type=int, required=True)
+    up.add_argument("--payload", choices=sorted(SHAPES))
+    up.add_argument("--file", type=Path)
+    up.add_argument("--evolve", action="store_true")
+    proxy = roles.add_parser("proxy")
+    proxy.add_argument("--port", type=int, required=True)
+    proxy.add_argument("--upstream", required=True)
+    proxy.add_argument("--buffered", action="store_true")
+    args = parser.parse_args()
+    if args.role == "upstream":
+        app = upstream_app(args.payload, args.file, evolve=args.evolve)
+    else:
+        app = proxy_app(args.upstream, buffered=args.buffered)
+    web.run_app(app, host="127.0.0.1", port=args.port, access_log=None, print=None)
+
+
+if __name__ == "__main__":
+    main()
