@@ -110,6 +110,9 @@ class Bridge:
             self.metrics.coalesced.labels("cached").inc()
             return latest
         if self._inflight is None:
+            # The stale snapshot will never be served again; let its renders go before the new
+            # payload arrives, so a 10 MB engine is not held twice.
+            self._latest = None
             self._inflight = loop.create_task(self._collect(timeout))
             self._inflight.add_done_callback(self._clear_inflight)
         else:

@@ -30,10 +30,10 @@ def parse_lines(text: str, first_line: int, fmt: Format) -> list[Sample]:
     return samples
 
 
-_PARSE_CACHE_MAX_BODY = 64 << 10
+_PARSE_CACHE_MAX_BODY = 16 << 10  # with maxsize 64: a few MiB at worst
 
 
-@functools.lru_cache(maxsize=512)
+@functools.lru_cache(maxsize=64)
 def _cached_samples(body: bytes, fmt: Format) -> tuple[Sample, ...]:
     return tuple(parse_lines(body.decode(), 1, fmt))
 
