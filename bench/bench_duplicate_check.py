@@ -16,27 +16,14 @@ fast path vouches for, timed against the whole translation (default contract) in
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
-from collections.abc import Callable
 
+from bench_translate import median_seconds
 from payloads import payloads
 
 from metricbridge.config import load_config
 from metricbridge.model import Format
 from metricbridge.pipeline import render, run_pipeline
 from metricbridge.rules import compile_rules
-
-
-def median_seconds(action: Callable[[], object], repeat: int) -> float:
-    """Median wall time of ``repeat`` runs after one warm-up run."""
-    action()
-    times = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        action()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
 
 
 def series_keys(lines: bytes) -> bool:
