@@ -89,88 +89,6 @@ def oracle(payload: bytes, fmt: Format) -> list:
     return list(parse(payload.decode()))
 
 
-# --- triggers of bugs the fuzzer found (all fixed; kept as a record) ------------------------
-
-_HEADER_NAME = re.compile(rb"# (?:HELP|TYPE|UNIT) ([^ ]*)")  # the reader splits on " " only
-_LABEL_NAME = re.compile(rb'[{,]\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*="')
-_METRIC_NAME = re.compile(rb"[a-zA-Z_:][a-zA-Z0-9_:]*")
-
-
-def _bad_header_name(line: bytes) -> bool:
-    header = _HEADER_NAME.match(line)
-    name = header.group(1) if header else b'"'
-    return not name.startswith(b'"') and not _METRIC_NAME.fullmatch(name)
-
-
-def _comment_read_as_header(line: bytes) -> bool:
-    parts = line.split(b" ", 2)
-    return line[:2] not in (b"# ", b"") and parts[1:2] in ([b"HELP"], [b"TYPE"], [b"UNIT"])
-
-
-def _repeated_label_name(line: bytes) -> bool:
-    names = _LABEL_NAME.findall(line)
-    return len(names) != len(set(names))
-
-
-# Each predicate is the trigger of one bug that now has its own regression test.
-_LINE_BUGS = (
-    _bad_header_name,  # test_fault_campaign.py::test_header_with_invalid_metric_name_is_not_served
-    _comment_read_as_header,  # test_free_form_comment_is_not_a_header
-    _repeated_label_name,  # test_full_validation_rejects_repeated_label_names
-    lambda line: line.startswith(b"#") and b"\x00" in line,  # test_nul_in_help_line_is_judged_...
-)
-
-
-def om_counter_sample_without_total(payload: bytes) -> bool:
-    """An OpenMetrics counter family with a sample named exactly like the family."""
-    counter = None
-    for line in payload.split(b"\n"):
-        if line.startswith(b"# TYPE "):
-            parts = line.split(b" ")
-            counter = parts[2] if len(parts) == 4 and parts[3] == b"counter" else None
-        elif (
-            counter and line.startswith(counter) and line[len(counter) : len(counter) + 1] in b"{ "
-        ):
-            return True
-    return False
-
-
-def text_counter_base_is_a_family(payload: bytes) -> bool:
-    """A text counter ``x_total`` beside a family or sample named ``x``."""
-    bases, names = set(), set()
-    for line in payload.split(b"\n"):
-        parts = line.split(b" ")
-        if line.startswith(b"# TYPE ") and len(parts) == 4:
-            names.add(parts[2])
-            if parts[3] == b"counter" and parts[2].endswith(b"_total"):
-                bases.add(parts[2][: -len(b"_total")])
-        elif line and not line.startswith(b"#"):
-            names.add(re.split(rb"[{ ]", line, maxsplit=1)[0])
-    return bool(bases & names)
-
-
-def om_sample_named_like_a_counter(payload: bytes) -> bool:
-    """OpenMetrics: a sample named (after restoring ``sglang_``) like a counter family."""
-    counters, samples = set(), set()
-    for line in payload.split(b"\n"):
-        parts = line.split(b" ")
-        if line.startswith(b"# TYPE ") and len(parts) == 4 and parts[3] == b"counter":
-            counters.add(parts[2])
-        elif line and not line.startswith(b"#"):
-            name = re.split(rb"[{ ]", line, maxsplit=1)[0]
-            samples.add(b"sglang:" + name[7:] if name.startswith(b"sglang_") else name)
-    return bool(counters & samples)
-
-
-def known_bug(payload: bytes, fmt: Format = Format.TEXT) -> bool:
-    """Inputs that tripped a bug pinned elsewhere; every one is fixed, so nothing is skipped.
-
-    The predicates above stay as the record of what the fuzzer found (each names its test).
-    """
-    del payload, fmt
-    return False
-
-
 # --- 1. mutated real fixtures through the contract ----------------------------------------
 
 FIXTURE_NAMES = sorted(FIXTURES)
@@ -234,7 +152,6 @@ def test_mutated_fixtures_never_crash_and_headers_stay_valid(case):
     is a valid header. Sample lines inside a vouched-for block are trusted by design (the
     reader's docstring), so their validity is property 1b's, in full mode."""
     payload, fmt = case.payload, case.fmt
-    assume(not known_bug(payload, fmt))
     outcome = accepted(payload, fmt, contract(Verify.STRUCTURE))
     if outcome is None:
         return
@@ -251,7 +168,6 @@ def test_full_validation_writes_valid_output_from_any_input(case):
     problems and prometheus_client's text parser reads; OpenMetrics output is read by its
     OpenMetrics parser whenever that parser accepted the input."""
     payload, fmt = case.payload, case.fmt
-    assume(not known_bug(payload, fmt))
     outcome = accepted(payload, fmt, contract(Verify.FULL))
     if outcome is None:
         return
@@ -295,7 +211,6 @@ def oracle_accepts(payload: bytes, fmt: Format) -> bool:
 def test_accepted_input_round_trips(case, verify, out):
     """Write what was accepted, read it back, write again: the same bytes (a fixed point)."""
     payload, fmt = case.payload, case.fmt
-    assume(not known_bug(payload, fmt))
     outcome = accepted(payload, fmt, empty_rules(verify))
     if outcome is None:
         return
@@ -336,7 +251,6 @@ def test_rates_across_fetches_stay_finite_and_exact(events, data):
             payload = RETYPED
         else:
             payload = data.draw(mutated("tp1.prom", scaled(memory or 1.0), Format.TEXT)).payload
-            assume(not known_bug(payload))
         try:
             exposition = read_exposition(payload, Format.TEXT, rules.validation)
         except ExpositionError:
