@@ -19,7 +19,7 @@ them and switches to random exploration, for longer offline runs):
    repeated series                                                                          [40]
 
 Runs are derandomized by default (the same cases every run, so CI is deterministic). Known
-bugs it found have regression tests below; the filters that once stepped around them are off.
+bugs it found have regression tests below; nothing is filtered around them any more.
 """
 
 from __future__ import annotations
