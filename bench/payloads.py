@@ -22,6 +22,21 @@ def engine_payload(dp: int, tp: int, seconds: float = 60.0) -> bytes:
     return engine.render()
 
 
+def evolving_payloads(dp: int, tp: int, count: int, interval: float = 5.0) -> list[bytes]:
+    """``count`` successive scrapes of one simulated engine, ``interval`` seconds apart.
+
+    Counters grow, histograms fill and gauges move between them, as between real scrapes, so a
+    benchmark that translates each one once measures no cache of a previous identical payload.
+    """
+    engine = SimulatedEngine(dp_size=dp, tp_size=tp, seed=7)
+    engine.advance(60.0, arrivals_per_second=40.0)
+    out = []
+    for _ in range(count):
+        engine.advance(interval, arrivals_per_second=40.0)
+        out.append(engine.render())
+    return out
+
+
 def payloads() -> dict[str, bytes]:
     """The small real fixture plus the 1 MB and 10 MB simulated payloads."""
     out = {"100KB(tp1 fixture)": FIXTURE.read_bytes()}

@@ -7,6 +7,8 @@ import re
 import pytest
 
 from conftest import FIXTURES
+from metricbridge import exposition_reader
+from metricbridge.byte_scan import shapes_match
 from metricbridge.errors import ExpositionError
 from metricbridge.exposition_reader import Verify, read_exposition
 from metricbridge.exposition_writer import write_exposition
@@ -272,3 +274,55 @@ def test_escaped_looking_family_after_its_sibling_stays_separate() -> None:
     payload = b'# TYPE a:b gauge\na:b{x="1"} 1\na_b{x="1"} 2\n# EOF\n'
     exposition = read_exposition(payload, Format.OPENMETRICS)
     assert [f.name for f in exposition.families] == ["a:b", "a_b"]
+
+
+@pytest.mark.parametrize("fixture", sorted(FIXTURES.glob("*.prom")), ids=lambda p: p.name)
+def test_real_fixtures_are_proven_in_one_batch(
+    fixture: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SGLang's output passes the one-pass shape test: the block-by-block re-read never runs."""
+
+    def no_reread(*_: object) -> int:
+        raise AssertionError("the batch shape test failed: the payload was read again")
+
+    monkeypatch.setattr(exposition_reader, "vouch", no_reread)
+    payload = fixture.read_bytes()  # type: ignore[attr-defined]
+    for _ in range(2):  # the second read takes the cached-header path
+        exposition = read_exposition(payload, Format.TEXT)
+        assert not exposition.problems
+        assert write_exposition(exposition.families, Format.TEXT) == payload
+
+
+TRICKY_BLOCKS = [
+    pytest.param(b'g{a="1"} 1\ng{a="2"} 2 1700000000000\n', id="timestamp_on_one_line"),
+    pytest.param(b'g{a="1"} 1\ng{a="#"} 2\n', id="hash_in_a_label_value"),
+    pytest.param(b'g{a="1",} 1\n', id="trailing_comma"),
+    pytest.param(b'g{a="1"} 1\ng 2\n', id="unlabelled_line_among_labelled"),
+    pytest.param(b'g{a="1"} 1\ngx{a="2"} 2\n', id="foreign_name"),
+    pytest.param(b'g{a="1"}1\ng{a="} "} 2\n', id="shape_moved_between_lines"),
+]
+
+
+@pytest.mark.parametrize("block", TRICKY_BLOCKS)
+def test_batch_read_agrees_with_the_block_by_block_read(block: bytes) -> None:
+    """Whatever the one-pass shape test refuses, the re-read settles exactly as before."""
+    head = b"# HELP h Before.\n# TYPE h gauge\n" + b'h{b="1"} 1\n'
+    payload = head + b"# HELP g G.\n# TYPE g gauge\n" + block + b'# TYPE z gauge\nz{c="1"} 3\n'
+    batch = exposition_reader._Reader(payload, Format.TEXT, Verify.STRUCTURE).run()
+    single = exposition_reader._Reader(payload, Format.TEXT, Verify.STRUCTURE, batch=False).run()
+    assert batch.families == single.families
+    assert [str(p) for p in batch.problems] == [str(p) for p in single.problems]
+    by_name = {f.name: f for f in batch.families}
+    assert isinstance(by_name["h"], RawFamily)
+    assert isinstance(by_name["z"], RawFamily)
+
+
+def test_shapes_match_refuses_a_block_whose_line_count_is_short() -> None:
+    """A block claiming fewer lines than it has cannot line up with the payload's shape."""
+    payload = b'# TYPE g gauge\ng{a="1"} 1\ng{a="2"} 2\n# TYPE z gauge\nz{b="1"} 1\n'
+    start = payload.index(b"g{")
+    end = payload.index(b"# TYPE z")
+    z_start = payload.index(b"z{")
+    assert shapes_match(payload, [(start, end, 2), (z_start, len(payload), 1)])
+    assert not shapes_match(payload, [(start, end, 1), (z_start, len(payload), 1)])
+    assert not shapes_match(payload, [(start, end, 3), (z_start, len(payload), 1)])

@@ -23,7 +23,14 @@ import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from metricbridge.byte_scan import is_utf8, needs_exact_parser, next_comment, vouch
+from metricbridge.byte_scan import (
+    count_prefixes,
+    is_utf8,
+    needs_exact_parser,
+    next_comment,
+    shapes_match,
+    vouch,
+)
 from metricbridge.created_series import merge_created_families
 from metricbridge.errors import ExpositionError
 from metricbridge.family_names import TEXT_TYPES, allowed_suffixes, belongs, fast_needles
@@ -73,27 +80,46 @@ class _Builder:
     pieces: list[tuple[bytes, int, int]] = field(default_factory=list)  # vouched block, line, lines
     samples: list[Sample] | None = None  # set once any block needed parsing
     problem: ExpositionError | None = None
-    meta: FamilyMeta | None = None  # set when the header came from the cache
+    known: _KnownHeader | None = None  # set when the header pair came from the cache
     declared_spelling: bool = False  # a sample spelled as declared was seen (see _belongs)
 
 
-# Header pairs seen before, by (format, raw bytes): (declared name, parsed meta).
-_KNOWN_HEADERS: dict[tuple[Format, bytes], tuple[str, FamilyMeta]] = {}
+@dataclass(frozen=True, slots=True)
+class _KnownHeader:
+    """A HELP/TYPE pair seen before, with everything the hot path derives from it."""
+
+    declared: str
+    meta: FamilyMeta
+    needles: tuple[bytes, ...]  # see fast_needles
+    occupied: frozenset[str]  # the names it takes (a counter: its OpenMetrics name too)
+
+
+def _occupied(meta: FamilyMeta) -> frozenset[str]:
+    return frozenset((meta.name, sample_base(meta.name, meta.type)))
+
+
+# Header pairs seen before, per format, by their raw bytes.
+_KNOWN_HEADERS: dict[Format, dict[bytes, _KnownHeader]] = {fmt: {} for fmt in Format}
 _KNOWN_HEADERS_MAX = 8192
 
 
 class _Reader:
     """One pass over one payload; see the module docstring for the strategy."""
 
-    def __init__(self, payload: bytes, fmt: Format, verify: Verify) -> None:
+    def __init__(self, payload: bytes, fmt: Format, verify: Verify, *, batch: bool = True) -> None:
         self.payload = payload
         self.fmt = fmt
         self.verify = verify
+        self.known = _KNOWN_HEADERS[fmt]
         # One C-speed pass settles encoding for the whole payload; only a payload that fails it
         # has its blocks decoded one by one, so the bad bytes are pinned to their family.
         # Escapes need the exact parser too; SGLang never writes one, so one memchr settles it.
         self.suspect = b"\x00" in payload or b"\\" in payload or not is_utf8(payload)
         self.fast = verify is Verify.STRUCTURE
+        # Blocks are first taken on their needle counts alone and their shapes tested together
+        # at the end (shapes_match); if that fails, the payload is read again block by block.
+        self.batch = batch and self.fast and not self.suspect
+        self.unproven: list[tuple[int, int, int]] = []
         self.result = Exposition([], [], fmt)
         self.current: _Builder | None = None
         self.finished: dict[str, int] = {}
@@ -104,7 +130,9 @@ class _Reader:
         payload, size, pos = self.payload, len(self.payload), 0
         while pos < size:
             if payload[pos] == 0x23:  # '#'
-                after = self._known_header(pos)
+                after = self._known_family(pos, size) if self.batch else -1
+                if after < 0:
+                    after = self._known_header(pos)
                 if after >= 0:
                     pos = after
                     continue
@@ -125,7 +153,44 @@ class _Reader:
                 self.line += self._block(pos, end)
                 pos = end
         self._finish()
+        if self.unproven and not shapes_match(payload, self.unproven):
+            return _Reader(payload, self.fmt, self.verify, batch=False).run()
         return self.result
+
+    def _known_family(self, pos: int, size: int) -> int:
+        """The hot path: a cached header pair and the labelled block after it, in one step.
+
+        Returns the offset after the block, or -1 for anything else (the general path decides).
+        The family stays open, so a block after a comment still joins it.
+        """
+        payload = self.payload
+        eol = payload.find(b"\n", pos)
+        end = payload.find(b"\n", eol + 1) if eol >= 0 else -1
+        if end < 0:
+            return -1
+        known = self.known.get(payload[pos:end])
+        start = end + 1
+        if known is None or not known.needles or start >= size or payload[start] in b"#\n":
+            return -1
+        declared, current = known.declared, self.current
+        if declared in self.finished or (current is not None and current.declared == declared):
+            return -1
+        stop = next_comment(payload, start, size)
+        lines = count_prefixes(payload, start, stop, known.needles)
+        if lines <= 0:
+            return -1
+        if current is not None:
+            self._finish()
+        self.result.headers_seen = True
+        meta = known.meta
+        builder = self.current = _Builder(
+            declared, self.line, meta.type, meta.help, typed=True, known=known
+        )
+        builder.has_samples = builder.declared_spelling = True
+        builder.pieces.append((payload[start:stop], self.line + 2, lines))
+        self.unproven.append((start, stop, lines))
+        self.line += 2 + lines
+        return stop
 
     def _known_header(self, pos: int) -> int:
         """Take a ``# HELP``/``# TYPE`` pair seen in an earlier payload; return the next offset.
@@ -139,25 +204,26 @@ class _Reader:
         end = payload.find(b"\n", eol + 1) if eol >= 0 else -1
         if end < 0:
             return -1
-        key = (self.fmt, payload[pos:end])
-        cached = _KNOWN_HEADERS.get(key)
-        if cached is None:
+        key = payload[pos:end]
+        known = self.known.get(key)
+        if known is None:
             pair = payload.startswith(b"# HELP ", pos) and payload.startswith(b"# TYPE ", eol + 1)
-            if pair and b"\x00" not in key[1]:  # NUL bytes are judged on the general path
+            if pair and b"\x00" not in key:  # NUL bytes are judged on the general path
                 self._remember(key, payload[pos:eol], payload[eol + 1 : end])
             return -1
-        declared, meta = cached
-        if declared in self.finished or (
-            self.current is not None and self.current.declared == declared
-        ):
+        declared = known.declared
+        current = self.current
+        if declared in self.finished or (current is not None and current.declared == declared):
             return -1
-        self._finish()
+        if current is not None:
+            self._finish()
         self.result.headers_seen = True
-        self.current = _Builder(declared, self.line, meta.type, meta.help, typed=True, meta=meta)
+        meta = known.meta
+        self.current = _Builder(declared, self.line, meta.type, meta.help, typed=True, known=known)
         self.line += 2
         return end + 1
 
-    def _remember(self, key: tuple[Format, bytes], help_line: bytes, type_line: bytes) -> None:
+    def _remember(self, key: bytes, help_line: bytes, type_line: bytes) -> None:
         """Cache a well-formed header pair for later payloads (this one takes the general path)."""
         try:
             _, _, name, help_text = help_line.decode().split(" ", 3)
@@ -166,15 +232,16 @@ class _Reader:
             return
         if name != type_name or mtype not in TEXT_TYPES or name.startswith('"'):
             return
-        if len(_KNOWN_HEADERS) >= _KNOWN_HEADERS_MAX:
-            _KNOWN_HEADERS.clear()  # a crude bound; hit rates recover within one scrape
+        if len(self.known) >= _KNOWN_HEADERS_MAX:
+            self.known.clear()  # a crude bound; hit rates recover within one scrape
         declared_type = TEXT_TYPES[mtype]
         _, canonical, _ = allowed_suffixes(name, declared_type, self.fmt)
         try:
             meta = FamilyMeta(canonical, declared_type, unescape_help(help_text, self.fmt))
         except LineError:
             return  # the general path reports it
-        _KNOWN_HEADERS[key] = (name, meta)
+        needles = fast_needles(name, declared_type, self.fmt)
+        self.known[key] = _KnownHeader(name, meta, needles, _occupied(meta))
 
     def _comment(self, raw: bytes) -> bool:  # noqa: PLR0911 - each return is a kind of line
         """Handle a comment line; return True at ``# EOF``."""
@@ -269,8 +336,20 @@ class _Reader:
             and builder.samples is None
             and not (self.suspect and needs_exact_parser(block))
         ):
-            needles = fast_needles(builder.declared, builder.type, self.fmt)
-            lines = vouch(payload, block, start, end, needles)
+            known = builder.known
+            needles = (
+                known.needles
+                if known is not None
+                else fast_needles(builder.declared, builder.type, self.fmt)
+            )
+            if self.batch:
+                lines = count_prefixes(payload, start, end, needles) if needles else 0
+                if lines > 0:
+                    self.unproven.append((start, end, lines))
+                else:
+                    lines = -1  # not one labelled line of the family's: the exact parser decides
+            else:
+                lines = vouch(payload, block, start, end, needles)
             if lines >= 0:
                 builder.pieces.append((block, self.line, lines))
                 builder.has_samples = builder.declared_spelling = True
@@ -369,12 +448,14 @@ class _Reader:
             if builder.problem not in self.result.problems:
                 self.result.problems.append(builder.problem)
             return
-        meta = builder.meta
-        if meta is None or meta.unit != builder.unit:
+        known = builder.known
+        if known is not None and known.meta.unit == builder.unit:
+            meta, occupied = known.meta, known.occupied
+        else:
             _, canonical, _ = allowed_suffixes(builder.declared, builder.type, self.fmt)
             meta = FamilyMeta(canonical, builder.type, builder.help, builder.unit)
-        # A counter occupies its OpenMetrics family name too (`a` for `a_total`).
-        occupied = {meta.name, sample_base(meta.name, meta.type)}
+            # A counter occupies its OpenMetrics family name too (`a` for `a_total`).
+            occupied = _occupied(meta)
         clash = next((name for name in occupied if name in self.canonical), None)
         if clash is not None:
             # e.g. OpenMetrics counter `a` (samples a_total) beside an untyped family `a_total`
@@ -390,9 +471,13 @@ class _Reader:
         for name in occupied:
             self.canonical[name] = builder.first_line
         if builder.samples is None:
-            body = b"".join(block for block, _, _ in builder.pieces)
-            first = builder.pieces[0][1] if builder.pieces else builder.first_line
-            count = sum(piece[2] for piece in builder.pieces)
+            pieces = builder.pieces
+            if len(pieces) == 1:
+                body, first, count = pieces[0]
+            else:
+                body = b"".join(block for block, _, _ in pieces)
+                first = pieces[0][1] if pieces else builder.first_line
+                count = sum(piece[2] for piece in pieces)
             self.result.families.append(RawFamily(meta, body, self.fmt, first, count))
             return
         self.result.families.append(Family(meta, self._unique(builder)))

@@ -29,8 +29,23 @@ def _escape_help(text: str, fmt: Format) -> str:
     return text.replace('"', '\\"') if fmt is Format.OPENMETRICS else text
 
 
+# Header bytes by (meta, format): the same few hundred families are written on every scrape.
+_HEADERS: dict[tuple[FamilyMeta, Format], bytes] = {}
+_HEADERS_MAX = 8192
+
+
 def write_header(meta: FamilyMeta, fmt: Format) -> bytes:
     """The HELP/TYPE(/UNIT) lines of a family in the given format."""
+    key = (meta, fmt)
+    header = _HEADERS.get(key)
+    if header is None:
+        if len(_HEADERS) >= _HEADERS_MAX:
+            _HEADERS.clear()  # a crude bound; the next scrape refills it
+        header = _HEADERS[key] = _render_header(meta, fmt)
+    return header
+
+
+def _render_header(meta: FamilyMeta, fmt: Format) -> bytes:
     name, type_name = meta.name, meta.type.value
     if fmt is Format.TEXT:
         type_name = _TEXT_TYPE.get(meta.type, type_name)
@@ -50,12 +65,26 @@ def write_header(meta: FamilyMeta, fmt: Format) -> bytes:
     return "".join(lines).encode()
 
 
+# Label sets as written, by the label tuple: series keep their labels from scrape to scrape.
+_LABEL_TEXT: dict[tuple[tuple[str, str], ...], str] = {}
+_LABEL_TEXT_MAX = 65536
+
+
+def _label_text(labels: tuple[tuple[str, str], ...]) -> str:
+    text = _LABEL_TEXT.get(labels)
+    if text is None:
+        if len(_LABEL_TEXT) >= _LABEL_TEXT_MAX:
+            _LABEL_TEXT.clear()  # a crude bound; the next scrape refills it
+        pairs = ",".join(f'{key}="{escape_label_value(value)}"' for key, value in labels)
+        text = _LABEL_TEXT[labels] = "{" + pairs + "}"
+    return text
+
+
 def write_sample(sample: Sample, fmt: Format) -> str:
     """One sample line, without the newline."""
     parts = [sample.name]
     if sample.labels:
-        pairs = ",".join(f'{key}="{escape_label_value(value)}"' for key, value in sample.labels)
-        parts.append("{" + pairs + "}")
+        parts.append(_label_text(sample.labels))
     parts.append(" " + sample.raw_value)
     if sample.timestamp is not None:
         if fmt is Format.TEXT:
@@ -103,7 +132,11 @@ def write_exposition(families: Iterable[AnyFamily], fmt: Format) -> bytes:
     """A complete exposition; OpenMetrics output ends with ``# EOF``."""
     chunks: list[bytes] = []
     for family in families:
-        chunks.extend(write_family(family, fmt))
+        if isinstance(family, RawFamily):  # most families: two chunks, no list to build
+            chunks.append(write_header(family.meta, fmt))
+            chunks.append(family.body)
+        else:
+            chunks.extend(write_family(family, fmt))
     if fmt is Format.OPENMETRICS:
         chunks.append(b"# EOF\n")
     return b"".join(chunks)

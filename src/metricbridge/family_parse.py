@@ -18,15 +18,28 @@ def unescape_help(text: str, fmt: Format) -> str:
     return text.replace("\\\\", "\x00").replace("\\n", "\n").replace("\x00", "\\")
 
 
+# Parsed lines by their text, per format: most lines a rule looks inside (start-up times, token
+# capacities, idle gauges) repeat byte for byte from one scrape to the next.
+_LINES: dict[Format, dict[str, Sample]] = {fmt: {} for fmt in Format}
+_LINES_MAX = 8192
+
+
 def parse_lines(text: str, first_line: int, fmt: Format) -> list[Sample]:
     """Every non-empty line parsed; the first bad one raises with its line number."""
     samples = []
+    known = _LINES[fmt]
     for offset, line in enumerate(text.split("\n")):
         if line:
-            try:
-                samples.append(parse_sample(line, fmt))
-            except LineError as exc:
-                raise ExpositionError(str(exc), line=first_line + offset) from None
+            sample = known.get(line)
+            if sample is None:
+                try:
+                    sample = parse_sample(line, fmt)
+                except LineError as exc:
+                    raise ExpositionError(str(exc), line=first_line + offset) from None
+                if len(known) >= _LINES_MAX:
+                    known.clear()  # a crude bound; the next scrape refills it
+                known[line] = sample
+            samples.append(sample)
     return samples
 
 

@@ -23,7 +23,11 @@ def restore_escaped(
 ) -> tuple[list[AnyFamily], int]:
     """Rename upstream families written with the escaped prefix; keep a name both spellings have."""
     escaped, prefix = naming.escaped_prefix, naming.prefix
-    if not naming.restore_escaped or escaped == prefix:
+    if (
+        not naming.restore_escaped
+        or escaped == prefix
+        or not any(family.name.startswith(escaped) for family in families)
+    ):
         return list(families), 0
     names = {family.name for family in families}
     # Sample names too: `sglang_h_sum` must not become `sglang:h_sum` beside histogram `sglang:h`.
@@ -32,13 +36,14 @@ def restore_escaped(
     restored = 0
     for family in families:
         name = family.name
-        target = prefix + name[len(escaped) :]
-        wanted = replace(family.meta, name=target)
-        if name.startswith(escaped) and not taken & {target, *_sample_names_of(wanted)}:
-            out.append(rename(family, wanted))
-            restored += 1
-        else:
-            out.append(family)
+        if name.startswith(escaped):
+            target = prefix + name[len(escaped) :]
+            wanted = replace(family.meta, name=target)
+            if not taken & {target, *_sample_names_of(wanted)}:
+                out.append(rename(family, wanted))
+                restored += 1
+                continue
+        out.append(family)
     return out, restored
 
 

@@ -120,16 +120,34 @@ _PLAIN_LINE = re.compile(
 _PLAIN_PAIR = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"')
 
 
+# Label sets by their text: a series keeps its label set from scrape to scrape, so each is
+# split into pairs once. Only sets without a repeated key are kept (those take the exact path).
+_LABEL_SETS: dict[str, Labels] = {}
+_LABEL_SETS_MAX = 65536
+
+
+def _plain_labels(pairs: str) -> Labels | None:
+    labels = _LABEL_SETS.get(pairs)
+    if labels is None:
+        labels = tuple(_PLAIN_PAIR.findall(pairs))
+        if len({key for key, _ in labels}) != len(labels):
+            return None
+        if len(_LABEL_SETS) >= _LABEL_SETS_MAX:
+            _LABEL_SETS.clear()  # a crude bound; the next scrape refills it
+        _LABEL_SETS[pairs] = labels
+    return labels
+
+
 def parse_sample(line: str, fmt: Format) -> Sample:
     """Parse one sample line of either format; raise ``LineError`` naming what is wrong."""
     plain = _PLAIN_LINE.fullmatch(line)
     if plain is not None:
-        parsed = parse_value(plain.group(3))
+        name, pairs, raw = plain.groups()
+        parsed = parse_value(raw)
         if parsed is not None:
-            pairs = plain.group(2)
-            labels = tuple(_PLAIN_PAIR.findall(pairs)) if pairs else ()
-            if len({key for key, _ in labels}) == len(labels):
-                return Sample(plain.group(1), labels, parsed[0], parsed[1])
+            labels = _plain_labels(pairs) if pairs else ()
+            if labels is not None:
+                return Sample(name, labels, parsed[0], parsed[1])
     return _parse_general(line, fmt)
 
 

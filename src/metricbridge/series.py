@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import functools
+from collections.abc import Iterable
 
 from metricbridge.family_parse import parse_family
 from metricbridge.model import AnyFamily, Family, Labels, MetricType, Sample, sample_base
@@ -35,19 +36,20 @@ def gauge_sample(name: str, labels: Labels, value: float) -> Sample:
     return Sample(name, labels, value, format_value(value))
 
 
+@functools.lru_cache(maxsize=8192)  # the same zero series are served scrape after scrape
 def zero_series(
-    name: str, mtype: MetricType, labels: Labels, buckets: Sequence[float] = ()
-) -> list[Sample]:
+    name: str, mtype: MetricType, labels: Labels, buckets: tuple[float, ...] = ()
+) -> tuple[Sample, ...]:
     """The samples of one series that has seen no event: counter 0, or an empty histogram."""
     if mtype is MetricType.COUNTER:
-        return [gauge_sample(name, labels, 0.0)]
+        return (gauge_sample(name, labels, 0.0),)
     base = sample_base(name, mtype)
     samples = [gauge_sample(base + "_sum", labels, 0.0)]
     for bound in (*buckets, float("inf")):
         le = tuple(sorted((*labels, ("le", format_value(bound)))))
         samples.append(gauge_sample(base + "_bucket", le, 0.0))
     samples.append(gauge_sample(base + "_count", labels, 0.0))
-    return samples
+    return tuple(samples)
 
 
 def parsed_or_none(family: AnyFamily | None) -> Family | None:

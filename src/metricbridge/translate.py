@@ -112,6 +112,9 @@ class _Run:
     def family(self, family: AnyFamily) -> None:
         self.stats.samples_in += sample_count(family)
         rules = self.rules.by_input.get(family.name, ())
+        if not rules and family.name not in self.rules.consumed:
+            self.out.append(family)  # most families: no rule reads them
+            return
         original = family
         for compiled in rules:
             if compiled.in_place:
