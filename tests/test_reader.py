@@ -326,3 +326,25 @@ def test_shapes_match_refuses_a_block_whose_line_count_is_short() -> None:
     assert shapes_match(payload, [(start, end, 2), (z_start, len(payload), 1)])
     assert not shapes_match(payload, [(start, end, 1), (z_start, len(payload), 1)])
     assert not shapes_match(payload, [(start, end, 3), (z_start, len(payload), 1)])
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        pytest.param(b"# HELP g G.\n", id="help_again"),
+        pytest.param(b"# HELP g\n", id="help_again_without_text"),
+        pytest.param(b"# TYPE g gauge\n", id="type_again"),
+        pytest.param(b"# a free comment\n", id="free_comment"),
+        pytest.param(b"# HELP gg Other.\n", id="family_with_a_longer_name"),
+    ],
+)
+def test_a_family_taken_in_one_step_ends_exactly_where_the_general_path_ends_it(
+    after: bytes,
+) -> None:
+    """The one-step path (cached header pair) closes a family only before another's header."""
+    payload = b'# HELP g G.\n# TYPE g gauge\ng{a="1"} 1\n' + after + b'g{a="2"} 2\n'
+    single = exposition_reader._Reader(payload, Format.TEXT, Verify.STRUCTURE, batch=False).run()
+    for _ in range(2):  # the second read finds the header pair cached
+        batch = exposition_reader._Reader(payload, Format.TEXT, Verify.STRUCTURE).run()
+        assert batch.families == single.families
+        assert [str(p) for p in batch.problems] == [str(p) for p in single.problems]

@@ -37,6 +37,8 @@ def merge_created_families(
     left behind when the counter is renamed.
     """
     problems: list[ExpositionError] = []
+    if not any(family.name.endswith("_created") for family in families):
+        return families, problems
     owners = {
         sample_base(f.name, f.meta.type): i
         for i, f in enumerate(families)

@@ -92,6 +92,13 @@ class _KnownHeader:
     meta: FamilyMeta
     needles: tuple[bytes, ...]  # see fast_needles
     occupied: frozenset[str]  # the names it takes (a counter: its OpenMetrics name too)
+    own_headers: tuple[bytes, ...]  # what follows "# HELP"/"# TYPE" in the family's own lines
+
+    def ends_before(self, payload: bytes, pos: int) -> bool:
+        """Whether the line at ``pos`` is a HELP or TYPE line of another family."""
+        return (
+            payload.startswith(b"# HELP ", pos) or payload.startswith(b"# TYPE ", pos)
+        ) and not payload.startswith(self.own_headers, pos + 6)
 
 
 def _occupied(meta: FamilyMeta) -> frozenset[str]:
@@ -182,13 +189,22 @@ class _Reader:
         if current is not None:
             self._finish()
         self.result.headers_seen = True
+        self.unproven.append((start, stop, lines))
+        if stop == size or known.ends_before(payload, stop):
+            # Nothing more can join the family: it is complete without a builder.
+            self.finished.setdefault(declared, self.line)
+            if self._admit(declared, self.line, known.occupied):
+                body = payload[start:stop]
+                family = RawFamily(known.meta, body, self.fmt, self.line + 2, lines)
+                self.result.families.append(family)
+            self.line += 2 + lines
+            return stop
         meta = known.meta
         builder = self.current = _Builder(
             declared, self.line, meta.type, meta.help, typed=True, known=known
         )
         builder.has_samples = builder.declared_spelling = True
         builder.pieces.append((payload[start:stop], self.line + 2, lines))
-        self.unproven.append((start, stop, lines))
         self.line += 2 + lines
         return stop
 
@@ -241,7 +257,8 @@ class _Reader:
         except LineError:
             return  # the general path reports it
         needles = fast_needles(name, declared_type, self.fmt)
-        self.known[key] = _KnownHeader(name, meta, needles, _occupied(meta))
+        own = (f" {name} ".encode(), f" {name}\n".encode())
+        self.known[key] = _KnownHeader(name, meta, needles, _occupied(meta), own)
 
     def _comment(self, raw: bytes) -> bool:  # noqa: PLR0911 - each return is a kind of line
         """Handle a comment line; return True at ``# EOF``."""
@@ -456,20 +473,8 @@ class _Reader:
             meta = FamilyMeta(canonical, builder.type, builder.help, builder.unit)
             # A counter occupies its OpenMetrics family name too (`a` for `a_total`).
             occupied = _occupied(meta)
-        clash = next((name for name in occupied if name in self.canonical), None)
-        if clash is not None:
-            # e.g. OpenMetrics counter `a` (samples a_total) beside an untyped family `a_total`
-            first = self.canonical[clash]
-            self.result.problems.append(
-                ExpositionError(
-                    f"family name clashes with the family at line {first}; this one is dropped",
-                    line=builder.first_line,
-                    family=builder.declared,
-                )
-            )
+        if not self._admit(builder.declared, builder.first_line, occupied):
             return
-        for name in occupied:
-            self.canonical[name] = builder.first_line
         if builder.samples is None:
             pieces = builder.pieces
             if len(pieces) == 1:
@@ -481,6 +486,25 @@ class _Reader:
             self.result.families.append(RawFamily(meta, body, self.fmt, first, count))
             return
         self.result.families.append(Family(meta, self._unique(builder)))
+
+    def _admit(self, declared: str, first_line: int, occupied: frozenset[str]) -> bool:
+        """Claim a family's names; a clash with an earlier family drops this one, reported."""
+        canonical = self.canonical
+        clash = next((name for name in occupied if name in canonical), None)
+        if clash is not None:
+            # e.g. OpenMetrics counter `a` (samples a_total) beside an untyped family `a_total`
+            first = canonical[clash]
+            self.result.problems.append(
+                ExpositionError(
+                    f"family name clashes with the family at line {first}; this one is dropped",
+                    line=first_line,
+                    family=declared,
+                )
+            )
+            return False
+        for name in occupied:
+            canonical[name] = first_line
+        return True
 
     def _unique(self, builder: _Builder) -> tuple[Sample, ...]:
         """A parsed family's samples with repeats dropped (the first one wins), each reported."""

@@ -30,13 +30,14 @@ def _escape_help(text: str, fmt: Format) -> str:
 
 
 # Header bytes by (meta, format): the same few hundred families are written on every scrape.
-_HEADERS: dict[tuple[FamilyMeta, Format], bytes] = {}
+_HEADERS: dict[tuple[str, MetricType, str | None, str | None, Format], bytes] = {}
 _HEADERS_MAX = 8192
 
 
 def write_header(meta: FamilyMeta, fmt: Format) -> bytes:
     """The HELP/TYPE(/UNIT) lines of a family in the given format."""
-    key = (meta, fmt)
+    # A plain tuple: hashing it stays in C, unlike the dataclass's own __hash__ and __eq__.
+    key = (meta.name, meta.type, meta.help, meta.unit, fmt)
     header = _HEADERS.get(key)
     if header is None:
         if len(_HEADERS) >= _HEADERS_MAX:
