@@ -4,9 +4,13 @@ The hot path rests on one observation: almost every family the engine serves pas
 the bridge unchanged, and prometheus_client writes each family as ``# HELP``, ``# TYPE``, then
 lines that all start with the family's own sample names. So the reader finds the comment lines
 (a few per family, located with ``bytes.find``), and proves each block of sample lines belongs
-to its family by counting line prefixes with ``bytes.count``, both in C. A block that passes is
-kept as bytes (``RawFamily``); anything else is parsed line by line (``Family``), which is also
-what a rule that must look inside a family gets (``parse_family``).
+to its family by counting line prefixes with ``bytes.count``, both in C. The blocks' line
+shapes (one ``}`` right before the only space) are then tested together, in one
+``bytes.translate`` of the whole payload (``shapes_match``); if that fails, the payload is read
+again testing each block on its own, so a bad block costs a second read and never a different
+result. A block that passes is kept as bytes (``RawFamily``); anything else is parsed line by
+line (``Family``), which is also what a rule that must look inside a family gets
+(``parse_family``).
 
 Before vouching for a block the reader also knows the whole payload is valid UTF-8 without NUL
 bytes (one pass each, in C) and that the block holds no backslash (escapes go to the exact
