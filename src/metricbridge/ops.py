@@ -29,7 +29,10 @@ def rename(family: AnyFamily, meta: FamilyMeta) -> AnyFamily:
     if isinstance(family, RawFamily):
         # Every body line starts with the old base (the reader proved it), so replacing it after
         # each newline renames every sample at C speed; label values cannot hold a raw newline.
-        body = (b"\n" + family.body).replace(("\n" + old).encode(), ("\n" + new).encode())[1:]
+        # The first line has no newline before it: it is spliced in by the join, one copy.
+        old_bytes, new_bytes = old.encode(), new.encode()
+        renamed = family.body.replace(b"\n" + old_bytes, b"\n" + new_bytes)
+        body = b"".join((new_bytes, memoryview(renamed)[len(old_bytes) :])) if renamed else b""
         return RawFamily(meta, body, family.source_format, family.first_line, family.sample_count)
     samples = tuple(_with(s, name=new + s.name[len(old) :]) for s in family.samples)
     return Family(meta, samples)
