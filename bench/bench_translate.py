@@ -34,13 +34,26 @@ from metricbridge.rules import compile_rules
 
 def median_seconds(action: Callable[[bytes], object], inputs: list[bytes]) -> float:
     """Median wall time of ``action`` over ``inputs[1:]``, after a warm-up run on ``inputs[0]``."""
-    action(inputs[0])
-    times = []
+    return interleaved_medians([action], inputs)[0]
+
+
+def interleaved_medians(
+    actions: list[Callable[[bytes], object]], inputs: list[bytes]
+) -> list[float]:
+    """Median wall time of each action over ``inputs[1:]``, the actions taking turns per input.
+
+    Taking turns gives every action the same allocator and cache state: timed one after the
+    other, whichever runs first pays for the heap growing under 10 MB buffers.
+    """
+    for action in actions:
+        action(inputs[0])
+    times: list[list[float]] = [[] for _ in actions]
     for item in inputs[1:]:
-        started = time.perf_counter()
-        action(item)
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
+        for action, spent in zip(actions, times, strict=True):
+            started = time.perf_counter()
+            action(item)
+            spent.append(time.perf_counter() - started)
+    return [statistics.median(spent) for spent in times]
 
 
 def peak_rss_kib(args: list[str], stdin: Path) -> int:
@@ -84,12 +97,13 @@ def main() -> None:
     series = scrape_series(args.repeat)
     for name, inputs in series.items():
         payload = inputs[0]
-        base = median_seconds(lambda p: b"\n".join(p.split(b"\n")), inputs)
-        text = median_seconds(
-            lambda p: render(run_pipeline(p, Format.TEXT, rules), Format.TEXT), inputs
-        )
-        om = median_seconds(
-            lambda p: render(run_pipeline(p, Format.TEXT, rules), Format.OPENMETRICS), inputs
+        base, text, om = interleaved_medians(
+            [
+                lambda p: b"\n".join(p.split(b"\n")),
+                lambda p: render(run_pipeline(p, Format.TEXT, rules), Format.TEXT),
+                lambda p: render(run_pipeline(p, Format.TEXT, rules), Format.OPENMETRICS),
+            ],
+            inputs,
         )
         verified = median_seconds(
             lambda p: render(run_pipeline(p, Format.TEXT, full), Format.TEXT), inputs[:2]
