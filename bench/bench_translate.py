@@ -42,17 +42,19 @@ def interleaved_medians(
 ) -> list[float]:
     """Median wall time of each action over ``inputs[1:]``, the actions taking turns per input.
 
-    Taking turns gives every action the same allocator and cache state: timed one after the
-    other, whichever runs first pays for the heap growing under 10 MB buffers.
+    Taking turns, in a rotating order, gives every action the same allocator and cache state:
+    timed one after the other, whichever runs first, or right after the baseline frees its
+    100,000 lines, pays for the heap growing under 10 MB buffers.
     """
     for action in actions:
         action(inputs[0])
     times: list[list[float]] = [[] for _ in actions]
-    for item in inputs[1:]:
-        for action, spent in zip(actions, times, strict=True):
+    for turn, item in enumerate(inputs[1:]):
+        for index in range(len(actions)):
+            which = (turn + index) % len(actions)
             started = time.perf_counter()
-            action(item)
-            spent.append(time.perf_counter() - started)
+            actions[which](item)
+            times[which].append(time.perf_counter() - started)
     return [statistics.median(spent) for spent in times]
 
 

@@ -494,10 +494,10 @@ class _Reader:
     def _admit(self, declared: str, first_line: int, occupied: frozenset[str]) -> bool:
         """Claim a family's names; a clash with an earlier family drops this one, reported."""
         canonical = self.canonical
-        clash = next((name for name in occupied if name in canonical), None)
-        if clash is not None:
+        clashes = canonical.keys() & occupied
+        if clashes:
             # e.g. OpenMetrics counter `a` (samples a_total) beside an untyped family `a_total`
-            first = canonical[clash]
+            first = min(canonical[name] for name in clashes)
             self.result.problems.append(
                 ExpositionError(
                     f"family name clashes with the family at line {first}; this one is dropped",
