@@ -57,7 +57,7 @@ async def poll_server_info(
         info = await fetch_server_info(
             bridge.session, urls, timeout=min(5.0, bridge.settings.timeout_cap)
         )
-        bridge.metrics.server_info_up.set(1 if info is not None else 0)
+        bridge.metrics.server_info_polled(ok=info is not None)
         if info is not None:
             if bridge.server_info is None:
                 log.info("server_info: max_running_requests=%s", info.get("max_running_requests"))

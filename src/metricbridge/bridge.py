@@ -27,6 +27,7 @@ from metricbridge.selfmetrics import SelfMetrics
 from metricbridge.translate import RowState, SynthState, Translation, sample_count, translate
 
 log = logging.getLogger("metricbridge.bridge")
+_EOF = b"# EOF\n"
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,26 +53,32 @@ class UpstreamResult:
 
 @dataclass(slots=True)
 class Snapshot:
-    """One wave of fetches, translated; renders are memoised per (format, gzip)."""
+    """One wave of fetches, translated; the engine part is rendered on demand and memoised."""
 
     finished_at: float
     results: tuple[UpstreamResult, ...]
     translation: Translation | None
     gzip_level: int
-    _renders: dict[tuple[Format, bool], bytes] = field(default_factory=dict)
+    _renders: dict[tuple[Format, bool], memoryview] = field(default_factory=dict)
 
-    def engine_part(self, fmt: Format, *, compressed: bool) -> bytes:
-        """The translated families (no ``# EOF``), rendered once per format and encoding."""
+    def engine_part(self, fmt: Format, *, compressed: bool) -> memoryview:
+        """The translated families (no ``# EOF``), rendered once per format and encoding.
+
+        Only the encodings asked for are kept: Prometheus asks for gzip, and memoising the
+        plain render on the way would hold a second copy of the payload for nobody.
+        """
         key = (fmt, compressed)
-        if key not in self._renders:
+        part = self._renders.get(key)
+        if part is None:
+            families = self.translation.families if self.translation else ()
+            rendered = write_exposition(families, fmt)
+            # A view, not removesuffix(): that would copy the whole render to drop six bytes.
+            end = len(rendered) - len(_EOF) if rendered.endswith(_EOF) else len(rendered)
+            part = memoryview(rendered)[:end]
             if compressed:
-                self._renders[key] = gzip.compress(
-                    self.engine_part(fmt, compressed=False), self.gzip_level
-                )
-            else:
-                families = self.translation.families if self.translation else ()
-                self._renders[key] = write_exposition(families, fmt).removesuffix(b"# EOF\n")
-        return self._renders[key]
+                part = memoryview(gzip.compress(part, self.gzip_level))
+            self._renders[key] = part
+        return part
 
 
 class Bridge:
@@ -107,7 +114,7 @@ class Bridge:
         loop = asyncio.get_running_loop()
         latest = self._latest
         if latest is not None and loop.time() - latest.finished_at <= self.settings.cache_ttl:
-            self.metrics.coalesced.labels("cached").inc()
+            self.metrics.coalesced.inc("cached")
             return latest
         if self._inflight is None:
             # The stale snapshot will never be served again; let its renders go before the new
@@ -116,7 +123,7 @@ class Bridge:
             self._inflight = loop.create_task(self._collect(timeout))
             self._inflight.add_done_callback(self._clear_inflight)
         else:
-            self.metrics.coalesced.labels("joined").inc()
+            self.metrics.coalesced.inc("joined")
         # shield: a scraper that gives up must not cancel the fetch other scrapers share.
         return await asyncio.shield(self._inflight)
 
@@ -126,6 +133,14 @@ class Bridge:
             self._latest = task.result()
 
     async def _collect(self, timeout: float) -> Snapshot:
+        try:
+            return await self._fetch_and_translate(timeout)
+        finally:
+            # Every self-metric a fetch touches is now final: the next response renders them
+            # afresh (see SelfMetrics), whatever the fetch came to.
+            self.metrics.changed()
+
+    async def _fetch_and_translate(self, timeout: float) -> Snapshot:
         rules = self.rules
         fetches = [self._fetch_one(upstream, timeout) for upstream in self.upstreams]
         outcomes = await asyncio.gather(*fetches)

@@ -112,9 +112,14 @@ async def fetch(
 
 
 async def _read_capped(response: aiohttp.ClientResponse, max_bytes: int) -> bytes:
+    """The body, refused as soon as it passes ``max_bytes``, with one copy: the final join.
+
+    ``iter_any`` hands over the blocks as the connection received them; ``iter_chunked`` would
+    re-slice them into fixed sizes, copying the whole body once more in Python-sized steps.
+    """
     chunks: list[bytes] = []
     size = 0
-    async for chunk in response.content.iter_chunked(1 << 16):
+    async for chunk in response.content.iter_any():
         size += len(chunk)
         if size > max_bytes:
             raise UpstreamError("oversize", f"body exceeds the {max_bytes}-byte cap")

@@ -1,28 +1,136 @@
-"""metricbridge_* metrics about the bridge itself, on a registry of their own."""
+"""metricbridge_* metrics about the bridge itself, on a registry of their own.
+
+Two kinds, because every /metrics response carries them and rendering the whole registry with
+prometheus_client costs 0.3-0.6 ms, more than serving a cached 1 MB response:
+
+- Per-scrape counters (``metricbridge_scrapes_total``, ``metricbridge_coalesced_scrapes_total``)
+  change on every request. They are ``ScrapeCounter``s, written by hand in microseconds for
+  each response, so they always include the scrape that is being answered.
+- Everything else describes the latest upstream fetch, the config or the /server_info poller, and
+  changes only when one of those happens. It is rendered once per ``generation``: whoever
+  updates these metrics calls ``changed()`` afterwards (the bridge at the end of each fetch, the
+  reloader, the poller), and the next response renders them afresh.
+"""
 
 from __future__ import annotations
 
+import gzip
 import platform
+from collections.abc import Iterator
 
 import prometheus_client
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily
 from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
+from prometheus_client.registry import Collector, RestrictedRegistry
+from prometheus_client.utils import floatToGoString
 
 from metricbridge import __version__
 from metricbridge.idle import IdleState
 from metricbridge.model import Format
 
 _FETCH_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+_EOF = b"# EOF\n"
+
+
+def _escape(text: str, *, quote: bool) -> str:
+    """prometheus_client's escaping of HELP text (quote=False) and label values (quote=True)."""
+    text = text.replace("\\", "\\\\").replace("\n", "\\n")
+    return text.replace('"', '\\"') if quote else text
+
+
+class ScrapeCounter(Collector):
+    """A counter with one label, bumped by every scrape and written out by hand.
+
+    Byte for byte what prometheus_client writes for a ``Counter`` with created series disabled
+    (a test checks it); it is also a collector, so ``name[]`` filtering and
+    ``get_sample_value`` work through the registry.
+    """
+
+    def __init__(self, name: str, documentation: str, label: str) -> None:
+        self.name, self.documentation, self.label = name, documentation, label
+        base = name.removesuffix("_total")
+        self._headers = {
+            Format.TEXT: f"# HELP {name} {_escape(documentation, quote=False)}\n"
+            f"# TYPE {name} counter\n",
+            Format.OPENMETRICS: f"# HELP {base} {_escape(documentation, quote=True)}\n"
+            f"# TYPE {base} counter\n",
+        }
+        self._counts: dict[str, float] = {}
+        self._prefixes: dict[str, str] = {}  # label value -> 'name{label="value"} '
+
+    def inc(self, value: str) -> None:
+        """Count one scrape under ``label=value``."""
+        if value not in self._counts:
+            self._prefixes[value] = f'{self.name}{{{self.label}="{_escape(value, quote=True)}"}} '
+            self._counts[value] = 0.0
+        self._counts[value] += 1.0
+
+    def render(self, fmt: Format) -> str:
+        """The family in ``fmt``: HELP, TYPE and one line per label value seen."""
+        lines = [self._headers[fmt]]
+        for value, count in self._counts.items():
+            lines.append(f"{self._prefixes[value]}{_go_float(count)}\n")
+        return "".join(lines)
+
+    def _family(self, *, samples: bool) -> CounterMetricFamily:
+        family = CounterMetricFamily(self.name, self.documentation, labels=[self.label])
+        for value, count in self._counts.items() if samples else ():
+            family.add_metric([value], count)
+        return family
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        """The family with its samples, for prometheus_client."""
+        yield self._family(samples=True)
+
+    def describe(self) -> Iterator[CounterMetricFamily]:
+        """The family's name and type, so a restricted registry knows which names it serves."""
+        yield self._family(samples=False)
+
+
+class _Mirrored(CollectorRegistry):
+    """A registry whose collectors are registered in a second registry too."""
+
+    def __init__(self, also: CollectorRegistry) -> None:
+        super().__init__(auto_describe=False)
+        self._also = also
+
+    def register(self, collector: Collector) -> None:
+        """Register in both."""
+        super().register(collector)
+        self._also.register(collector)
 
 
 class SelfMetrics:
-    """The bridge's own metrics. Never the global REGISTRY: it would be shared with any embedder."""
+    """The bridge's own metrics. Never the global REGISTRY: it would be shared with any embedder.
+
+    ``registry`` holds every family (for ``name[]`` filtering and tests); the responses use
+    ``render_scrape_counters`` per scrape and ``render_settled`` once per ``generation``.
+    """
 
     def __init__(self) -> None:
         # _created series would double the family count and no dashboard reads them.
         prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
-        registry = self.registry = CollectorRegistry(auto_describe=False)
+        self.registry = CollectorRegistry(auto_describe=False)
+        # Every family but the per-scrape counters: what render_settled caches. Each metric
+        # below is registered in both.
+        registry = self._settled = _Mirrored(self.registry)
         self._zeroed_shown: set[str] = set()
+        self._server_info_ok: bool | None = None
+        self.generation = 0
+        self._rendered: dict[tuple[Format, bool], bytes] = {}
+        self.scrapes = ScrapeCounter(
+            "metricbridge_scrapes_total",
+            "Scrapes of the bridge's /metrics, by served format.",
+            "format",
+        )
+        self.coalesced = ScrapeCounter(
+            "metricbridge_coalesced_scrapes_total",
+            "Scrapes answered by joining a fetch already in flight or reusing a fresh one.",
+            "how",
+        )
+        self.registry.register(self.scrapes)
+        self.registry.register(self.coalesced)
         self.upstream_up = Gauge(
             "metricbridge_upstream_up",
             "1 if the last fetch of the upstream succeeded.",
@@ -77,18 +185,6 @@ class SelfMetrics:
             buckets=_FETCH_BUCKETS,
             registry=registry,
         )
-        self.scrapes = Counter(
-            "metricbridge_scrapes_total",
-            "Scrapes of the bridge's /metrics, by served format.",
-            ["format"],
-            registry=registry,
-        )
-        self.coalesced = Counter(
-            "metricbridge_coalesced_scrapes_total",
-            "Scrapes answered by joining a fetch already in flight or reusing a fresh one.",
-            ["how"],
-            registry=registry,
-        )
         self.reload_success = Gauge(
             "metricbridge_config_last_reload_successful",
             "1 if the last config load succeeded.",
@@ -139,8 +235,30 @@ class SelfMetrics:
         )
         build.labels(__version__, platform.python_version()).set(1)
 
+    def changed(self) -> None:
+        """Call after updating any metric but the per-scrape counters: the cached render is old."""
+        self.generation += 1
+        self._rendered.clear()
+
+    def config_loaded(self, *, ok: bool, at: float | None = None) -> None:
+        """Record a config load: its outcome, and when it last succeeded."""
+        self.reload_success.set(1 if ok else 0)
+        if ok and at is not None:
+            self.reload_timestamp.set(at)
+        self.changed()
+
+    def server_info_polled(self, *, ok: bool) -> None:
+        """Record a /server_info poll; a poll that changes nothing keeps the cached render."""
+        if ok is not self._server_info_ok:
+            self._server_info_ok = ok
+            self.server_info_up.set(1 if ok else 0)
+            self.changed()
+
     def idle_state(self, state: IdleState, zeroed: tuple[str, ...], now: float) -> None:
-        """Export what idle detection decided, so an alert author sees what was overridden."""
+        """Export what idle detection decided, so an alert author sees what was overridden.
+
+        Part of a fetch: the bridge calls ``changed()`` once the whole fetch is accounted for.
+        """
         self.idle.set(1 if state.idle else 0)
         self.idle_since.set(
             now - state.quiet_since if state.idle and state.quiet_since is not None else 0
@@ -151,10 +269,41 @@ class SelfMetrics:
             self.idle_zeroed.labels(family).set(1)
         self._zeroed_shown = set(zeroed)
 
+    def render_scrape_counters(self, fmt: Format) -> bytes:
+        """The per-scrape counters in ``fmt``, as of now (microseconds, not prometheus_client)."""
+        return (self.scrapes.render(fmt) + self.coalesced.render(fmt)).encode()
+
+    def render_settled(self, fmt: Format, *, gzip_level: int | None = None) -> bytes:
+        """Every family but the per-scrape counters, ending a response (OpenMetrics: ``# EOF``).
+
+        Rendered once per format, encoding and ``generation``; ``gzip_level`` makes it one gzip
+        member, to follow the engine's member in a gzip response (RFC 1952 §2.2).
+        """
+        key = (fmt, gzip_level is not None)
+        rendered = self._rendered.get(key)
+        if rendered is None:
+            rendered = _generate(self._settled, fmt) + (_EOF if fmt is Format.OPENMETRICS else b"")
+            if gzip_level is not None:
+                rendered = gzip.compress(rendered, gzip_level)
+            self._rendered[key] = rendered
+        return rendered
+
     def render(self, fmt: Format, names: set[str] | None = None) -> bytes:
-        """The metrics in ``fmt`` (only ``names`` if given), without OpenMetrics' ``# EOF``."""
-        registry = self.registry.restricted_registry(names) if names else self.registry
-        if fmt is Format.OPENMETRICS:
-            encoded: bytes = generate_openmetrics(registry)  # type: ignore[no-untyped-call]
-            return encoded.removesuffix(b"# EOF\n")
-        return prometheus_client.generate_latest(registry)
+        """Every family in ``fmt`` (only ``names`` if given), without OpenMetrics' ``# EOF``.
+
+        The slow, uncached path: ``name[]`` requests and tests.
+        """
+        return _generate(self.registry.restricted_registry(names) if names else self.registry, fmt)
+
+
+def _go_float(value: float) -> str:
+    """A sample value as prometheus_client writes it (Go's float formatting)."""
+    text: str = floatToGoString(value)  # type: ignore[no-untyped-call]
+    return text
+
+
+def _generate(registry: CollectorRegistry | RestrictedRegistry, fmt: Format) -> bytes:
+    if fmt is Format.OPENMETRICS:
+        encoded: bytes = generate_openmetrics(registry)  # type: ignore[no-untyped-call]
+        return encoded.removesuffix(_EOF)
+    return prometheus_client.generate_latest(registry)

@@ -18,7 +18,7 @@ from aiohttp import web
 
 from metricbridge import __version__
 from metricbridge.background import heartbeat, poll_server_info, server_info_urls
-from metricbridge.bridge import Bridge, FetchSettings
+from metricbridge.bridge import Bridge, FetchSettings, Snapshot
 from metricbridge.config import Config, load_config
 from metricbridge.errors import ConfigError
 from metricbridge.exposition_writer import write_exposition
@@ -30,6 +30,7 @@ from metricbridge.scrape import Upstream
 from metricbridge.selfmetrics import SelfMetrics
 
 log = logging.getLogger("metricbridge.server")
+Part = bytes | memoryview  # a response part; memoryviews spare copying renders to trim them
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +100,7 @@ def _bridge(request: web.Request) -> Bridge:
     return bridge
 
 
-async def handle_metrics(request: web.Request) -> web.Response:
+async def handle_metrics(request: web.Request) -> web.StreamResponse:
     """Serve the translated engine metrics plus the bridge's own, in the negotiated format."""
     state = request.app[STATE]
     bridge = _bridge(request)
@@ -110,30 +111,71 @@ async def handle_metrics(request: web.Request) -> web.Response:
         offset=state.settings.timeout_offset,
     )
     snapshot = await bridge.snapshot(timeout)
-    state.metrics.scrapes.labels(fmt.value).inc()
+    state.metrics.scrapes.inc(fmt.value)
     names = set(request.query.getall("name[]", []))
-    compressed = accepts_gzip(request.headers.get("Accept-Encoding"))
     level = state.settings.fetch.gzip_level
+    gzip_level = level if accepts_gzip(request.headers.get("Accept-Encoding")) else None
     if names:
-        families = [
-            f
-            for f in (snapshot.translation.families if snapshot.translation else ())
-            if _wanted(f.name, names)
-        ]
-        engine = write_exposition(families, fmt).removesuffix(b"# EOF\n")
-        own = state.metrics.render(fmt, names)
-        body = engine + own + (b"# EOF\n" if fmt is Format.OPENMETRICS else b"")
-        parts = [gzip.compress(body, level)] if compressed else [body]
+        parts = _filtered_body(snapshot, state.metrics, fmt, names, gzip_level)
     else:
-        own = state.metrics.render(fmt) + (b"# EOF\n" if fmt is Format.OPENMETRICS else b"")
-        engine = snapshot.engine_part(fmt, compressed=compressed)
-        # Two gzip members in a row form one valid gzip stream (RFC 1952 §2.2), so the big,
-        # memoised engine part is compressed once per fetch, not once per scrape.
-        parts = [engine, gzip.compress(own, level) if compressed else own]
+        parts = _body(snapshot, state.metrics, fmt, gzip_level)
+    return await _send(request, fmt, parts, compressed=gzip_level is not None)
+
+
+def _body(
+    snapshot: Snapshot, metrics: SelfMetrics, fmt: Format, gzip_level: int | None
+) -> tuple[Part, ...]:
+    """The whole response in three parts, none of them copied or joined per scrape.
+
+    The engine part is rendered once per fetch and the bridge's settled self-metrics once per
+    change of theirs; only the per-scrape counters are written for this response. With gzip each
+    part is its own member: members in a row form one valid gzip stream (RFC 1952 §2.2).
+    """
+    counters = metrics.render_scrape_counters(fmt)
+    return (
+        snapshot.engine_part(fmt, compressed=gzip_level is not None),
+        counters if gzip_level is None else gzip.compress(counters, gzip_level),
+        metrics.render_settled(fmt, gzip_level=gzip_level),  # ends with # EOF in OpenMetrics
+    )
+
+
+def _filtered_body(
+    snapshot: Snapshot, metrics: SelfMetrics, fmt: Format, names: set[str], gzip_level: int | None
+) -> tuple[Part, ...]:
+    """A ``name[]`` response: rare and small, so rendered from scratch every time."""
+    families = snapshot.translation.families if snapshot.translation else ()
+    engine = write_exposition([f for f in families if _wanted(f.name, names)], fmt)
+    own = metrics.render(fmt, names)
+    eof = b"# EOF\n" if fmt is Format.OPENMETRICS else b""
+    body = engine.removesuffix(b"# EOF\n") + own + eof
+    return (body if gzip_level is None else gzip.compress(body, gzip_level),)
+
+
+async def _send(
+    request: web.Request, fmt: Format, parts: tuple[Part, ...], *, compressed: bool
+) -> web.StreamResponse:
+    """Write ``parts`` one after the other behind a Content-Length.
+
+    Not ``web.Response(body=b"".join(parts))``: the join copies the whole body on every scrape,
+    and aiohttp keeps a returned Response, body included, until the connection's next request,
+    which pins one more copy of a 10 MB body per idle keep-alive connection.
+    """
     headers = {"Content-Type": content_type(fmt), "Vary": "Accept, Accept-Encoding"}
     if compressed:
         headers["Content-Encoding"] = "gzip"
-    return web.Response(body=b"".join(parts), headers=headers)
+    response = web.StreamResponse(headers=headers)
+    response.content_length = sum(len(part) for part in parts)
+    try:
+        await response.prepare(request)
+        if request.method != "HEAD":  # HEAD: the headers, Content-Length included, no body
+            for part in parts:
+                await response.write(part)
+        await response.write_eof()
+    except ConnectionError:
+        # The scraper left between two writes (aiohttp cancels the handler if it leaves during
+        # one): nobody is left to answer, and it is not the bridge's error.
+        log.debug("scraper disconnected during the response")
+    return response
 
 
 def _wanted(family: str, names: set[str]) -> bool:
@@ -169,15 +211,14 @@ async def reload_config(app: web.Application) -> list[str]:
         else:
             issues = []
         if issues:
-            state.metrics.reload_success.set(0)
+            state.metrics.config_loaded(ok=False)
             for issue in issues:
                 log.error("config reload rejected, old config kept: %s", issue)
             return issues
         state.config = config
         if state.bridge is not None:
             state.bridge.replace_rules(rules)
-        state.metrics.reload_success.set(1)
-        state.metrics.reload_timestamp.set(time.time())
+        state.metrics.config_loaded(ok=True, at=time.time())
         log.info("config reloaded from %s (%d families)", config.source, len(config.families))
         return []
 
@@ -224,8 +265,7 @@ def make_app(settings: ServiceSettings, config: Config) -> web.Application:
     """The aiohttp application; the caller has already loaded ``config`` (fail fast at start)."""
     app = web.Application(client_max_size=1024)  # no endpoint takes a request body
     metrics = SelfMetrics()
-    metrics.reload_success.set(1)
-    metrics.reload_timestamp.set(time.time())
+    metrics.config_loaded(ok=True, at=time.time())
     app[STATE] = ServiceState(settings, config, metrics, asyncio.Lock())
     app.cleanup_ctx.append(_bridge_ctx)
     app.router.add_get("/metrics", handle_metrics)

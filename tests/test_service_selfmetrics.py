@@ -1,0 +1,182 @@
+"""The bridge's own metrics in /metrics responses: cached per change, always current, valid.
+
+Responses reuse a render of the self-metrics until one of them changes (a fetch, a reload, a
+/server_info poll) and write the per-scrape counters by hand; these tests hold both to what
+prometheus_client itself would write at that moment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import logging
+import shutil
+import socket
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import prometheus_client
+import pytest
+from prometheus_client import CollectorRegistry, Counter
+from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
+from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_om
+from prometheus_client.parser import text_string_to_metric_families as parse_text
+
+from conftest import FIXTURES, TESTS, promtool_check_metrics
+from metricbridge.model import Format
+from metricbridge.selfmetrics import ScrapeCounter, SelfMetrics
+from metricbridge.server import STATE
+from service_helpers import FakeUpstream, bridge_app
+
+OM_ACCEPT = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"
+FIRST_OWN = b"# HELP metricbridge_scrapes_total "  # the self-metrics follow the engine part
+FIRST_OWN_OM = b"# HELP metricbridge_scrapes "
+
+
+def _own(body: bytes, fmt: Format) -> bytes:
+    """The self-metrics part of a response body (without OpenMetrics' # EOF)."""
+    marker = FIRST_OWN_OM if fmt is Format.OPENMETRICS else FIRST_OWN
+    assert body.count(marker) == 1
+    return body[body.index(marker) :].removesuffix(b"# EOF\n")
+
+
+def _fresh(app: Any, fmt: Format) -> bytes:
+    """What prometheus_client renders for the whole self-metrics registry right now."""
+    return app[STATE].metrics.render(fmt)
+
+
+async def _client(aiohttp_server: Any, aiohttp_client: Any, **kwargs: Any) -> tuple[Any, Any]:
+    server = await aiohttp_server(FakeUpstream().app())
+    app = bridge_app(str(server.make_url("/metrics")), **kwargs)
+    return app, await aiohttp_client(app)
+
+
+@pytest.mark.parametrize("labels", [(), ("text", "openmetrics", "text"), ('a"b\\c\nd',)])
+def test_scrape_counter_writes_what_prometheus_client_writes(labels: tuple[str, ...]) -> None:
+    """Byte for byte, both formats, with no samples yet and with escaping."""
+    prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
+    registry = CollectorRegistry(auto_describe=False)
+    doc = 'Scrapes "served", by\\format.'
+    reference = Counter("x_scrapes_total", doc, ["format"], registry=registry)
+    ours = ScrapeCounter("x_scrapes_total", doc, "format")
+    for label in labels:
+        reference.labels(label).inc()
+        ours.inc(label)
+    assert ours.render(Format.TEXT).encode() == prometheus_client.generate_latest(registry)
+    assert ours.render(Format.OPENMETRICS).encode() + b"# EOF\n" == generate_openmetrics(registry)  # type: ignore[no-untyped-call]
+
+
+def test_settled_render_is_reused_until_something_changes() -> None:
+    """One prometheus_client render per generation; changed() makes the next one fresh."""
+    metrics = SelfMetrics()
+    first = metrics.render_settled(Format.TEXT)
+    assert metrics.render_settled(Format.TEXT) is first
+    metrics.upstream_up.labels("u").set(1)
+    assert metrics.render_settled(Format.TEXT) is first  # not announced yet
+    metrics.changed()
+    second = metrics.render_settled(Format.TEXT)
+    assert b'metricbridge_upstream_up{upstream="u"} 1.0' in second
+    assert gzip.decompress(metrics.render_settled(Format.TEXT, gzip_level=1)) == second
+    assert metrics.render_settled(Format.OPENMETRICS).endswith(b"\n# EOF\n")
+
+
+@pytest.mark.parametrize("fmt", [Format.TEXT, Format.OPENMETRICS])
+async def test_cached_responses_carry_current_self_metrics(
+    aiohttp_server, aiohttp_client, tmp_path: Path, fmt: Format
+) -> None:
+    """Each response's self-metrics equal a fresh render: after a fetch, a cached reuse, a
+    rejected reload and a /server_info poll, with the scrape counters counting this scrape."""
+    config = tmp_path / "aliases.yaml"
+    shutil.copy(TESTS / "golden" / "alias-keeps-source-histogram" / "aliases.yaml", config)
+    app, client = await _client(aiohttp_server, aiohttp_client, cache_ttl=60, config=str(config))
+    headers = {"Accept": OM_ACCEPT if fmt is Format.OPENMETRICS else "text/plain"}
+
+    async def scrape() -> bytes:
+        response = await client.get("/metrics", headers=headers)
+        assert response.status == 200
+        return await response.read()
+
+    first = await scrape()  # a fetch
+    assert _own(first, fmt) == _fresh(app, fmt)
+    second = await scrape()  # the same snapshot, reused
+    assert _own(second, fmt) == _fresh(app, fmt)
+    assert b'how="cached"} 1.0' in second
+    shutil.copy(TESTS / "config_invalid" / "bad_regex.yaml", config)
+    assert (await client.post("/-/reload")).status == 500
+    third = await scrape()
+    assert b"metricbridge_config_last_reload_successful 0.0" in third
+    assert _own(third, fmt) == _fresh(app, fmt)
+    app[STATE].metrics.server_info_polled(ok=True)
+    fourth = await scrape()
+    assert b"metricbridge_server_info_up 1.0" in fourth
+    assert _own(fourth, fmt) == _fresh(app, fmt)
+    assert (
+        first[: first.index(b"# HELP metricbridge_")]
+        == fourth[: fourth.index(b"# HELP metricbridge_")]
+    )
+
+
+@pytest.mark.parametrize("accept", ["text/plain", OM_ACCEPT])
+async def test_every_response_is_one_valid_exposition(
+    aiohttp_server, aiohttp_client, accept: str
+) -> None:
+    """Fetched or reused, plain or gzip: parses, no family twice, one # EOF last, promtool-clean."""
+    _, client = await _client(aiohttp_server, aiohttp_client, cache_ttl=60)
+    om = accept == OM_ACCEPT
+    for encoding in ("identity", "gzip", "identity", "gzip"):
+        response = await client.get(
+            "/metrics",
+            headers={"Accept": accept, "Accept-Encoding": encoding},
+            auto_decompress=False,
+        )
+        raw = await response.read()
+        assert response.content_length == len(raw)
+        body = gzip.decompress(raw) if encoding == "gzip" else raw
+        names = [family.name for family in (parse_om if om else parse_text)(body.decode())]
+        assert len(names) == len(set(names))
+        assert "metricbridge_scrapes" in names or "metricbridge_scrapes_total" in names
+        assert body.count(b"# EOF") == (1 if om else 0)
+        assert body.endswith(b"# EOF\n") is om
+        if not om:
+            promtool_check_metrics(body)
+
+
+async def test_head_sends_the_length_and_no_body(aiohttp_server, aiohttp_client) -> None:
+    """HEAD /metrics answers like GET, Content-Length included, without the body."""
+    _, client = await _client(aiohttp_server, aiohttp_client, cache_ttl=60)
+    identity = {"Accept-Encoding": "identity"}
+    for _ in range(2):  # a fetch, then a reuse: every counter line exists from here on
+        await (await client.get("/metrics", headers=identity)).read()
+    head = await client.head("/metrics", headers=identity)
+    assert head.status == 200
+    assert await head.read() == b""
+    body = await (await client.get("/metrics", headers=identity)).read()
+    assert head.content_length == len(body)  # counters 3.0 and 4.0 are as long
+
+
+async def test_scraper_leaving_mid_response_is_not_an_error(
+    aiohttp_server, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A scraper that gives up mid-body (its timeout) costs nothing and logs no error."""
+    body = (FIXTURES / "tp1.prom").read_bytes()
+    filler = b"".join(
+        b'sglang_filler_gauge{i="%d"} 1.0\n' % i for i in range(300_000)
+    )  # ~9 MB: more than the socket buffers hold, so the bridge is still writing when we leave
+    upstream = FakeUpstream(body=body + b"# TYPE sglang_filler_gauge gauge\n" + filler)
+    up = await aiohttp_server(upstream.app())
+    bridge = await aiohttp_server(bridge_app(str(up.make_url("/metrics")), cache_ttl=60))
+    for _ in range(2):  # the first fetches, the second is served from the snapshot
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # the body cannot hide here
+        sock.connect((bridge.host, bridge.port))
+        reader, writer = await asyncio.open_connection(sock=sock)
+        writer.write(b"GET /metrics HTTP/1.1\r\nHost: x\r\nAccept-Encoding: identity\r\n\r\n")
+        assert (await reader.read(100)).startswith(b"HTTP/1.1 200")
+        writer.transport.abort()  # reset, with most of the body unread
+        await asyncio.sleep(0.2)
+    session = aiohttp.ClientSession()
+    async with session, session.get(bridge.make_url("/metrics")) as response:
+        assert response.status == 200
+        assert b"filler_gauge" in await response.read()
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
