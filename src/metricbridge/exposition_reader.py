@@ -41,6 +41,7 @@ from metricbridge.family_names import TEXT_TYPES, allowed_suffixes, belongs, fas
 from metricbridge.family_parse import parse_lines, unescape_help
 from metricbridge.model import (
     AnyFamily,
+    Body,
     Family,
     FamilyMeta,
     Format,
@@ -81,7 +82,7 @@ class _Builder:
     unit: str | None = None
     typed: bool = False
     has_samples: bool = False
-    pieces: list[tuple[bytes, int, int]] = field(default_factory=list)  # vouched block, line, lines
+    pieces: list[tuple[Body, int, int]] = field(default_factory=list)  # vouched block, line, lines
     samples: list[Sample] | None = None  # set once any block needed parsing
     problem: ExpositionError | None = None
     known: _KnownHeader | None = None  # set when the header pair came from the cache
@@ -119,6 +120,7 @@ class _Reader:
 
     def __init__(self, payload: bytes, fmt: Format, verify: Verify, *, batch: bool = True) -> None:
         self.payload = payload
+        self.view = memoryview(payload)  # vouched blocks are views: no copy of the bulk
         self.fmt = fmt
         self.verify = verify
         self.known = _KNOWN_HEADERS[fmt]
@@ -198,7 +200,7 @@ class _Reader:
             # Nothing more can join the family: it is complete without a builder.
             self.finished.setdefault(declared, self.line)
             if self._admit(declared, self.line, known.occupied):
-                body = payload[start:stop]
+                body = self.view[start:stop]
                 family = RawFamily(known.meta, body, self.fmt, self.line + 2, lines)
                 self.result.families.append(family)
             self.line += 2 + lines
@@ -208,7 +210,7 @@ class _Reader:
             declared, self.line, meta.type, meta.help, typed=True, known=known
         )
         builder.has_samples = builder.declared_spelling = True
-        builder.pieces.append((payload[start:stop], self.line + 2, lines))
+        builder.pieces.append((self.view[start:stop], self.line + 2, lines))
         self.line += 2 + lines
         return stop
 
@@ -349,13 +351,12 @@ class _Reader:
     def _block(self, start: int, end: int) -> int:
         """Take the sample lines in ``payload[start:end]``; return how many lines they span."""
         builder, payload = self.current, self.payload
-        block = payload[start:end]
         if (
             builder is not None
             and start > 0
             and self.fast
             and builder.samples is None
-            and not (self.suspect and needs_exact_parser(block))
+            and not (self.suspect and needs_exact_parser(payload[start:end]))
         ):
             known = builder.known
             needles = (
@@ -370,11 +371,12 @@ class _Reader:
                 else:
                     lines = -1  # not one labelled line of the family's: the exact parser decides
             else:
-                lines = vouch(payload, block, start, end, needles)
+                lines = vouch(payload, payload[start:end], start, end, needles)
             if lines >= 0:
-                builder.pieces.append((block, self.line, lines))
+                builder.pieces.append((self.view[start:end], self.line, lines))
                 builder.has_samples = builder.declared_spelling = True
                 return lines
+        block = payload[start:end]
         lines = block.count(b"\n")
         text = self._decode(block)
         if text is not None:
@@ -427,7 +429,7 @@ class _Reader:
         if builder.samples is None:
             builder.samples = []
             for block, line, _ in builder.pieces:
-                builder.samples.extend(parse_lines(block.decode(), line, self.fmt))
+                builder.samples.extend(parse_lines(str(block, "utf-8"), line, self.fmt))
             builder.pieces.clear()
         return builder.samples
 

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from metricbridge.model import AnyFamily, Family, FamilyMeta, Format, MetricType, RawFamily, Sample
+from metricbridge.model import (
+    AnyFamily,
+    Body,
+    Family,
+    FamilyMeta,
+    Format,
+    MetricType,
+    RawFamily,
+    Sample,
+)
 from metricbridge.sample_line import escape_label_value
 
 # The text format has fewer types; these are prometheus_client's own mappings.
@@ -112,11 +121,11 @@ def _split_created(family: Family) -> tuple[Family, Family | None]:
     return Family(family.meta, rest), Family(meta, created)
 
 
-def write_family(family: AnyFamily, fmt: Format) -> list[bytes]:
+def write_family(family: AnyFamily, fmt: Format) -> list[Body]:
     """The chunks of one family: header then body."""
     if isinstance(family, RawFamily):
         return [write_header(family.meta, fmt), family.body]
-    chunks: list[bytes] = []
+    chunks: list[Body] = []
     created = None
     if fmt is Format.TEXT:
         family, created = _split_created(family)
@@ -131,7 +140,7 @@ def write_family(family: AnyFamily, fmt: Format) -> list[bytes]:
 
 def write_exposition(families: Iterable[AnyFamily], fmt: Format) -> bytes:
     """A complete exposition; OpenMetrics output ends with ``# EOF``."""
-    chunks: list[bytes] = []
+    chunks: list[Body] = []
     for family in families:
         if isinstance(family, RawFamily):  # most families: two chunks, no list to build
             chunks.append(write_header(family.meta, fmt))

@@ -61,9 +61,10 @@ def parse_family(family: AnyFamily) -> Family:
         return family
     try:
         if len(family.body) <= _PARSE_CACHE_MAX_BODY:
-            samples = _cached_samples(family.body, family.source_format)
+            # A bytes key: a view would keep its whole upstream payload alive in the cache.
+            samples = _cached_samples(bytes(family.body), family.source_format)
         else:
-            samples = tuple(parse_lines(family.body.decode(), 1, family.source_format))
+            samples = tuple(parse_lines(str(family.body, "utf-8"), 1, family.source_format))
     except ExpositionError as exc:
         line = None if exc.line is None else exc.line + family.first_line - 1
         raise ExpositionError(exc.message, line=line, family=family.name) from None

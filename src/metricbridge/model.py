@@ -12,6 +12,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 Labels = tuple[tuple[str, str], ...]
+# A raw family's lines: a view into the upstream payload (no copy; it keeps the payload alive)
+# or bytes of their own (a renamed copy, or blocks joined).
+Body = bytes | memoryview
 
 
 class MetricType(StrEnum):
@@ -103,7 +106,7 @@ class RawFamily:
     """
 
     meta: FamilyMeta
-    body: bytes
+    body: Body
     source_format: Format
     first_line: int
     sample_count: int

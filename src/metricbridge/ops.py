@@ -31,9 +31,12 @@ def rename(family: AnyFamily, meta: FamilyMeta) -> AnyFamily:
         # each newline renames every sample at C speed; label values cannot hold a raw newline.
         # The first line has no newline before it: it is spliced in by the join, one copy.
         old_bytes, new_bytes = old.encode(), new.encode()
-        renamed = family.body.replace(b"\n" + old_bytes, b"\n" + new_bytes)
-        body = b"".join((new_bytes, memoryview(renamed)[len(old_bytes) :])) if renamed else b""
-        return RawFamily(meta, body, family.source_format, family.first_line, family.sample_count)
+        body = family.body
+        source = body if isinstance(body, bytes) else body.tobytes()
+        renamed = source.replace(b"\n" + old_bytes, b"\n" + new_bytes)
+        spliced = b"".join((new_bytes, memoryview(renamed)[len(old_bytes) :])) if renamed else b""
+        count = family.sample_count
+        return RawFamily(meta, spliced, family.source_format, family.first_line, count)
     samples = tuple(_with(s, name=new + s.name[len(old) :]) for s in family.samples)
     return Family(meta, samples)
 

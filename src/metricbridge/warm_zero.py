@@ -66,7 +66,8 @@ def _identity(warm: WarmZero) -> tuple[object, ...]:
 def expected_series(warm: WarmZero, families: dict[str, AnyFamily]) -> list[Labels] | None:
     """Every label set the family should have, or None if the reference family is absent."""
     reference = families.get(warm.labels_from) if warm.labels_from else None
-    key = (_identity(warm), reference.body) if isinstance(reference, RawFamily) else None
+    # Bytes, not the view: a cache key must not keep a whole upstream payload alive.
+    key = (_identity(warm), bytes(reference.body)) if isinstance(reference, RawFamily) else None
     if key is not None and key in _EXPECTED:
         return _EXPECTED[key]
     expected = _expected_series(warm, families)
