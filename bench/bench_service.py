@@ -62,7 +62,9 @@ async def timed_get(session: aiohttp.ClientSession, url: str) -> tuple[float, in
 # --- 1. added latency ---------------------------------------------------------------------
 
 
-async def latency(size: str, runs: int, requests: int, *, evolve: bool) -> dict[str, list[float]]:
+async def latency(
+    size: str, runs: int, requests: int, *, evolve: bool, env: dict[str, str]
+) -> dict[str, list[float]]:
     """Per-run median seconds for each path; also prints sizes."""
     upstream = Process.upstream(size, evolve=evolve)
     with running(upstream):
@@ -71,7 +73,7 @@ async def latency(size: str, runs: int, requests: int, *, evolve: bool) -> dict[
             "direct": upstream,
             "proxy": Process.proxy(upstream.url + "/metrics"),
             "proxy-buffered": Process.proxy(upstream.url + "/metrics", buffered=True),
-            "bridge": Process.bridge(upstream.url + "/metrics", cache_ttl=0),
+            "bridge": Process.bridge(upstream.url + "/metrics", cache_ttl=0, env=env),
         }
         with running(*paths.values()):
             for process in paths.values():
@@ -156,12 +158,12 @@ async def aiohttp_rps(url: str, seconds: int, connections: int) -> float:
     return done / (time.perf_counter() - started)
 
 
-async def throughput(runs: int, seconds: int, connections: int) -> None:
+async def throughput(runs: int, seconds: int, connections: int, env: dict[str, str]) -> None:
     """Cached bridge vs the same bytes served from memory, alternating, medians of ``runs``."""
     upstream = Process.upstream("1MB")
     with running(upstream):
         await upstream.ready("/count")
-        bridge = Process.bridge(upstream.url + "/metrics", cache_ttl=3600)
+        bridge = Process.bridge(upstream.url + "/metrics", cache_ttl=3600, env=env)
         with running(bridge), tempfile.TemporaryDirectory() as tmp:
             await bridge.ready("/")
             async with aiohttp.ClientSession() as session:
@@ -265,7 +267,7 @@ async def main() -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="extra environment for the bridge in the memory part (e.g. MALLOC_MMAP_THRESHOLD_)",
+        help="extra environment for the bridge, in every part (e.g. MALLOC_MMAP_THRESHOLD_)",
     )
     parser.add_argument("--throughput-seconds", type=int, default=10)
     parser.add_argument("--connections", type=int, default=8)
@@ -273,18 +275,21 @@ async def main() -> None:
     parser.add_argument("--skip", default="", help="comma-separated: latency,throughput,memory")
     args = parser.parse_args()
     skip = set(args.skip.split(","))
+    env = dict(item.split("=", 1) for item in args.bridge_env)
     if "latency" not in skip:
         print("1. added latency (sequential scrapes, one at a time, round-robin over the paths):")
         for mode in args.upstream.split(","):
             for size in args.sizes.split(","):
-                medians = await latency(size, args.runs, args.requests, evolve=mode == "evolving")
+                medians = await latency(
+                    size, args.runs, args.requests, evolve=mode == "evolving", env=env
+                )
                 report_latency(size, medians)
     if "throughput" not in skip:
         print("2. cached-response throughput:")
-        await throughput(args.runs, args.throughput_seconds, args.connections)
+        await throughput(args.runs, args.throughput_seconds, args.connections, env)
     if "memory" not in skip:
         print("3. memory:")
-        await memory(args.memory_scrapes, dict(item.split("=", 1) for item in args.bridge_env))
+        await memory(args.memory_scrapes, env)
 
 
 if __name__ == "__main__":

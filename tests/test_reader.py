@@ -11,7 +11,7 @@ from metricbridge import exposition_reader
 from metricbridge.byte_scan import shapes_match
 from metricbridge.errors import ExpositionError
 from metricbridge.exposition_reader import Verify, read_exposition
-from metricbridge.exposition_writer import write_exposition
+from metricbridge.exposition_writer import write_exposition, write_pieces
 from metricbridge.family_parse import parse_family
 from metricbridge.model import Family, Format, MetricType, RawFamily
 
@@ -348,3 +348,15 @@ def test_a_family_taken_in_one_step_ends_exactly_where_the_general_path_ends_it(
         batch = exposition_reader._Reader(payload, Format.TEXT, Verify.STRUCTURE).run()
         assert batch.families == single.families
         assert [str(p) for p in batch.problems] == [str(p) for p in single.problems]
+
+
+@pytest.mark.parametrize("size", [1, 7, 4096, 1 << 20])
+@pytest.mark.parametrize("fmt", list(Format))
+def test_pieces_are_the_exposition_cut_to_size(size: int, fmt: Format) -> None:
+    """write_pieces is write_exposition without # EOF, in pieces of exactly ``size`` bytes."""
+    payload = (FIXTURES / "tp1.prom").read_bytes()
+    families = read_exposition(payload, Format.TEXT).families
+    pieces = write_pieces(families, fmt, size)
+    assert b"".join(pieces) == write_exposition(families, fmt).removesuffix(b"# EOF\n")
+    assert all(len(piece) == size for piece in pieces[:-1])
+    assert 0 < len(pieces[-1]) <= size

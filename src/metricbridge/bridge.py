@@ -9,9 +9,9 @@ the response is empty and ``metricbridge_upstream_up`` says why.
 from __future__ import annotations
 
 import asyncio
-import gzip
 import logging
 import time
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -19,7 +19,7 @@ import aiohttp
 
 from metricbridge.errors import ExpositionError, UpstreamError
 from metricbridge.exposition_reader import Exposition, read_exposition
-from metricbridge.exposition_writer import write_exposition
+from metricbridge.exposition_writer import write_pieces
 from metricbridge.model import AnyFamily, Format
 from metricbridge.rules import CompiledRules
 from metricbridge.scrape import Upstream, fetch
@@ -27,7 +27,6 @@ from metricbridge.selfmetrics import SelfMetrics
 from metricbridge.translate import RowState, SynthState, Translation, sample_count, translate
 
 log = logging.getLogger("metricbridge.bridge")
-_EOF = b"# EOF\n"
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,25 +58,26 @@ class Snapshot:
     results: tuple[UpstreamResult, ...]
     translation: Translation | None
     gzip_level: int
-    _renders: dict[tuple[Format, bool], memoryview] = field(default_factory=dict)
+    _renders: dict[tuple[Format, bool], tuple[bytes, ...]] = field(default_factory=dict)
 
-    def engine_part(self, fmt: Format, *, compressed: bool) -> memoryview:
-        """The translated families (no ``# EOF``), rendered once per format and encoding.
+    def engine_part(self, fmt: Format, *, compressed: bool) -> tuple[bytes, ...]:
+        """The translated families (no ``# EOF``) in pieces, rendered once per format and encoding.
 
         Only the encodings asked for are kept: Prometheus asks for gzip, and memoising the
-        plain render on the way would hold a second copy of the payload for nobody.
+        plain render on the way would hold a second copy of the payload for nobody. Pieces,
+        not one buffer: see ``write_pieces``.
         """
         key = (fmt, compressed)
         part = self._renders.get(key)
         if part is None:
             families = self.translation.families if self.translation else ()
-            rendered = write_exposition(families, fmt)
-            # A view, not removesuffix(): that would copy the whole render to drop six bytes.
-            end = len(rendered) - len(_EOF) if rendered.endswith(_EOF) else len(rendered)
-            part = memoryview(rendered)[:end]
+            pieces = write_pieces(families, fmt)
             if compressed:
-                part = memoryview(gzip.compress(part, self.gzip_level))
-            self._renders[key] = part
+                # One gzip member across the pieces (wbits 31: the gzip container).
+                packer = zlib.compressobj(self.gzip_level, zlib.DEFLATED, 31)
+                pieces = [packer.compress(piece) for piece in pieces]
+                pieces.append(packer.flush())
+            part = self._renders[key] = tuple(piece for piece in pieces if piece)
         return part
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
+from metricbridge.allocator import MMAP_THRESHOLD, tune_malloc
 from metricbridge.bridge import FetchSettings
 from metricbridge.config import load_config
 from metricbridge.errors import ConfigError
@@ -152,6 +153,8 @@ def run_serve(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"metricbridge: cannot start with this config:\n{exc}", file=sys.stderr)
         return EXIT_USAGE
+    if tune_malloc():
+        log.debug("glibc mmap threshold fixed at %d bytes", MMAP_THRESHOLD)
     app = make_app(settings, config)
     app.on_startup.append(_install_sighup)
     log.info(

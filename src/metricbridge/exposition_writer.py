@@ -138,8 +138,8 @@ def write_family(family: AnyFamily, fmt: Format) -> list[Body]:
     return chunks
 
 
-def write_exposition(families: Iterable[AnyFamily], fmt: Format) -> bytes:
-    """A complete exposition; OpenMetrics output ends with ``# EOF``."""
+def _chunks(families: Iterable[AnyFamily], fmt: Format) -> list[Body]:
+    """Every family's header and body, in order, without ``# EOF``."""
     chunks: list[Body] = []
     for family in families:
         if isinstance(family, RawFamily):  # most families: two chunks, no list to build
@@ -147,6 +147,40 @@ def write_exposition(families: Iterable[AnyFamily], fmt: Format) -> bytes:
             chunks.append(family.body)
         else:
             chunks.extend(write_family(family, fmt))
+    return chunks
+
+
+def write_exposition(families: Iterable[AnyFamily], fmt: Format) -> bytes:
+    """A complete exposition; OpenMetrics output ends with ``# EOF``."""
+    chunks = _chunks(families, fmt)
     if fmt is Format.OPENMETRICS:
         chunks.append(b"# EOF\n")
     return b"".join(chunks)
+
+
+PIECE_SIZE = 1 << 20
+
+
+def write_pieces(families: Iterable[AnyFamily], fmt: Format, size: int = PIECE_SIZE) -> list[bytes]:
+    """The exposition without ``# EOF``, cut into pieces of ``size`` bytes (the last: fewer).
+
+    For a server that keeps a render and writes it out many times. Pieces this size come from
+    the heap and are reused from one render to the next, where one 10 MB buffer is mapped
+    afresh, and faulted in page by page, on every render; written one by one, they also let
+    the server drain the socket between them.
+    """
+    pieces: list[bytes] = []
+    group: list[Body] = []
+    room = size
+    for chunk in _chunks(families, fmt):
+        view = memoryview(chunk)
+        while len(view) >= room:
+            group.append(view[:room])
+            pieces.append(b"".join(group))
+            group, view, room = [], view[room:], size
+        if view:
+            group.append(view)
+            room -= len(view)
+    if group:
+        pieces.append(b"".join(group))
+    return pieces

@@ -31,6 +31,7 @@ from metricbridge.selfmetrics import SelfMetrics
 
 log = logging.getLogger("metricbridge.server")
 Part = bytes | memoryview  # a response part; memoryviews spare copying renders to trim them
+_WRITE_SLICE = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +134,7 @@ def _body(
     """
     counters = metrics.render_scrape_counters(fmt)
     return (
-        snapshot.engine_part(fmt, compressed=gzip_level is not None),
+        *snapshot.engine_part(fmt, compressed=gzip_level is not None),
         counters if gzip_level is None else gzip.compress(counters, gzip_level),
         metrics.render_settled(fmt, gzip_level=gzip_level),  # ends with # EOF in OpenMetrics
     )
@@ -169,7 +170,11 @@ async def _send(
         await response.prepare(request)
         if request.method != "HEAD":  # HEAD: the headers, Content-Length included, no body
             for part in parts:
-                await response.write(part)
+                view = memoryview(part)
+                # Slices, so aiohttp drains between them: one 10 MB write would be copied whole
+                # into the transport's buffer, a fresh 10 MB allocation on every scrape.
+                for offset in range(0, len(view), _WRITE_SLICE):
+                    await response.write(view[offset : offset + _WRITE_SLICE])
         await response.write_eof()
     except ConnectionError:
         # The scraper left between two writes (aiohttp cancels the handler if it leaves during
