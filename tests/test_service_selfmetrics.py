@@ -180,3 +180,21 @@ async def test_scraper_leaving_mid_response_is_not_an_error(
         assert response.status == 200
         assert b"filler_gauge" in await response.read()
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
+
+
+def test_self_metrics_are_written_byte_for_byte_as_prometheus_client_writes_them() -> None:
+    """Every kind of family the bridge has (gauges, counters, histograms, labels that need
+    escaping), in both formats, against prometheus_client's own encoders."""
+    metrics = SelfMetrics()
+    upstream = 'http://h:1/metrics?a="b"\\c'
+    metrics.upstream_up.labels(upstream).set(1)
+    metrics.upstream_duration.labels(upstream).observe(0.0123)
+    metrics.upstream_failures.labels(upstream, "timeout").inc()
+    metrics.translation_duration.observe(0.002)
+    metrics.samples_dropped.labels("malformed").inc(3)
+    metrics.config_loaded(ok=True, at=1700000000.5)
+    metrics.scrapes.inc("text")
+    registry = metrics.registry
+    assert metrics.render(Format.TEXT) == prometheus_client.generate_latest(registry)
+    expected = generate_openmetrics(registry)  # type: ignore[no-untyped-call]
+    assert metrics.render(Format.OPENMETRICS) + b"# EOF\n" == expected

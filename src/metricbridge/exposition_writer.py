@@ -80,7 +80,8 @@ _LABEL_TEXT: dict[tuple[tuple[str, str], ...], str] = {}
 _LABEL_TEXT_MAX = 65536
 
 
-def _label_text(labels: tuple[tuple[str, str], ...]) -> str:
+def label_set(labels: tuple[tuple[str, str], ...]) -> str:
+    """``{k="v",...}`` as written in either format (escaped), cached by the label tuple."""
     text = _LABEL_TEXT.get(labels)
     if text is None:
         if len(_LABEL_TEXT) >= _LABEL_TEXT_MAX:
@@ -94,7 +95,7 @@ def write_sample(sample: Sample, fmt: Format) -> str:
     """One sample line, without the newline."""
     parts = [sample.name]
     if sample.labels:
-        parts.append(_label_text(sample.labels))
+        parts.append(label_set(sample.labels))
     parts.append(" " + sample.raw_value)
     if sample.timestamp is not None:
         if fmt is Format.TEXT:

@@ -1,7 +1,7 @@
 """metricbridge_* metrics about the bridge itself, on a registry of their own.
 
-Two kinds, because every /metrics response carries them and rendering the whole registry with
-prometheus_client costs 0.3-0.6 ms, more than serving a cached 1 MB response:
+Two kinds, because every /metrics response carries them and rendering the whole registry costs
+0.17 ms (0.3-0.5 ms with prometheus_client's encoders), close to serving a cached 1 MB response:
 
 - Per-scrape counters (``metricbridge_scrapes_total``, ``metricbridge_coalesced_scrapes_total``)
   change on every request. They are ``ScrapeCounter``s, written by hand in microseconds for
@@ -21,13 +21,14 @@ from collections.abc import Iterator
 import prometheus_client
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily
-from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 from prometheus_client.registry import Collector, RestrictedRegistry
 from prometheus_client.utils import floatToGoString
 
 from metricbridge import __version__
+from metricbridge.exposition_writer import label_set, write_header
 from metricbridge.idle import IdleState
-from metricbridge.model import Format
+from metricbridge.model import FamilyMeta, Format, MetricType
+from metricbridge.numbers import format_value
 
 _FETCH_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 _EOF = b"# EOF\n"
@@ -303,7 +304,26 @@ def _go_float(value: float) -> str:
 
 
 def _generate(registry: CollectorRegistry | RestrictedRegistry, fmt: Format) -> bytes:
-    if fmt is Format.OPENMETRICS:
-        encoded: bytes = generate_openmetrics(registry)  # type: ignore[no-untyped-call]
-        return encoded.removesuffix(_EOF)
-    return prometheus_client.generate_latest(registry)
+    """The registry in ``fmt``, without ``# EOF``, in the bridge's own wire code.
+
+    prometheus_client collects (its public API); the lines are written here, with the writer's
+    header and label-set caches: a third of prometheus_client's OpenMetrics encoder's time and
+    most of its text encoder's, paid once per fetch. A test holds the bytes to prometheus_client's.
+    """
+    chunks: list[str] = []
+    for metric in registry.collect():
+        mtype = _TYPES[metric.type]
+        # The model names a counter by its _total sample, as the text format's HELP line does.
+        name = metric.name + "_total" if mtype is MetricType.COUNTER else metric.name
+        chunks.append(
+            write_header(
+                FamilyMeta(name, mtype, metric.documentation, metric.unit or None), fmt
+            ).decode()
+        )
+        for sample in metric.samples:
+            labels = label_set(tuple(sorted(sample.labels.items()))) if sample.labels else ""
+            chunks.append(f"{sample.name}{labels} {format_value(sample.value)}\n")
+    return "".join(chunks).encode()
+
+
+_TYPES = {"untyped": MetricType.UNKNOWN} | {kind.value: kind for kind in MetricType}
