@@ -159,7 +159,7 @@ def write_exposition(families: Iterable[AnyFamily], fmt: Format) -> bytes:
     return b"".join(chunks)
 
 
-PIECE_SIZE = 1 << 20
+PIECE_SIZE = 512 << 10
 
 
 def write_pieces(families: Iterable[AnyFamily], fmt: Format, size: int = PIECE_SIZE) -> list[bytes]:

@@ -1,8 +1,8 @@
-"""The exact parse of a family's sample lines, cached for small repeated families."""
+"""The exact parse of a family's sample lines, reusing the lines that did not change."""
 
 from __future__ import annotations
 
-import functools
+from collections.abc import Mapping
 
 from metricbridge.errors import ExpositionError
 from metricbridge.model import AnyFamily, Family, Format, Sample
@@ -18,54 +18,54 @@ def unescape_help(text: str, fmt: Format) -> str:
     return text.replace("\\\\", "\x00").replace("\\n", "\n").replace("\x00", "\\")
 
 
-# Parsed lines by their text, per format: most lines a rule looks inside (start-up times, token
-# capacities, idle gauges) repeat byte for byte from one scrape to the next.
-_LINES: dict[Format, dict[str, Sample]] = {fmt: {} for fmt in Format}
-_LINES_MAX = 8192
+def parse_lines(
+    text: str,
+    first_line: int,
+    fmt: Format,
+    previous: Mapping[str, Sample] | None = None,
+    seen: dict[str, Sample] | None = None,
+) -> list[Sample]:
+    """Every non-empty line parsed; the first bad one raises with its line number.
 
-
-def parse_lines(text: str, first_line: int, fmt: Format) -> list[Sample]:
-    """Every non-empty line parsed; the first bad one raises with its line number."""
+    A line found in ``previous`` (the same family's lines, parsed last time) is not parsed
+    again; ``seen`` collects this parse's lines for the next time.
+    """
     samples = []
-    known = _LINES[fmt]
     for offset, line in enumerate(text.split("\n")):
         if line:
-            sample = known.get(line)
+            sample = previous.get(line) if previous is not None else None
             if sample is None:
                 try:
                     sample = parse_sample(line, fmt)
                 except LineError as exc:
                     raise ExpositionError(str(exc), line=first_line + offset) from None
-                if len(known) >= _LINES_MAX:
-                    known.clear()  # a crude bound; the next scrape refills it
-                known[line] = sample
+            if seen is not None:
+                seen[line] = sample
             samples.append(sample)
     return samples
 
 
-_PARSE_CACHE_MAX_BODY = 16 << 10  # with maxsize 64: a few MiB at worst
-
-
-@functools.lru_cache(maxsize=64)
-def _cached_samples(body: bytes, fmt: Format) -> tuple[Sample, ...]:
-    return tuple(parse_lines(body.decode(), 1, fmt))
+# Each family's lines as parsed last time, by family name and format: most lines a rule looks
+# inside (start-up times, token capacities, idle gauges) repeat byte for byte from one scrape to
+# the next. Holding exactly the last parse keeps the memory flat: lines that change every
+# scrape leave with the next parse instead of piling up.
+_LAST_PARSE: dict[tuple[str, Format], dict[str, Sample]] = {}
+_LAST_PARSE_MAX = 4096  # families; more than any engine serves
 
 
 def parse_family(family: AnyFamily) -> Family:
-    """The parsed form of a family; raises ``ExpositionError`` naming the bad line.
-
-    Small families that rules look inside (start-up times, warm-zero references) repeat their
-    bytes scrape after scrape, so their parse is cached by content.
-    """
+    """The parsed form of a family; raises ``ExpositionError`` naming the bad line."""
     if isinstance(family, Family):
         return family
+    key = (family.name, family.source_format)
+    seen: dict[str, Sample] = {}
     try:
-        if len(family.body) <= _PARSE_CACHE_MAX_BODY:
-            # A bytes key: a view would keep its whole upstream payload alive in the cache.
-            samples = _cached_samples(bytes(family.body), family.source_format)
-        else:
-            samples = tuple(parse_lines(str(family.body, "utf-8"), 1, family.source_format))
+        text = str(family.body, "utf-8")
+        samples = parse_lines(text, 1, family.source_format, _LAST_PARSE.get(key), seen)
     except ExpositionError as exc:
         line = None if exc.line is None else exc.line + family.first_line - 1
         raise ExpositionError(exc.message, line=line, family=family.name) from None
-    return Family(family.meta, samples)
+    if len(_LAST_PARSE) >= _LAST_PARSE_MAX and key not in _LAST_PARSE:
+        _LAST_PARSE.clear()  # a crude bound; the next scrape refills it
+    _LAST_PARSE[key] = seen
+    return Family(family.meta, tuple(samples))
