@@ -143,7 +143,7 @@ def test_bridge_probes_resources_and_security(file: str) -> None:
     assert bridge["securityContext"] == SECURITY_CONTEXT
     resources = bridge["resources"]
     assert resources["requests"]["memory"] == "64Mi"
-    assert resources["limits"]["memory"] == "128Mi"
+    assert resources["limits"]["memory"] == "160Mi"
     assert resources["requests"]["cpu"]
 
 

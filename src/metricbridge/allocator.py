@@ -6,7 +6,7 @@ that threshold (up to 32 MiB) each time a mapped buffer is freed, so after a few
 10 MB buffers live on the heap too, where freed memory is kept and fragments: with a 10 MB
 engine the steady RSS measured 7-9x the payload and kept growing (bench/bench_service.py).
 A fixed 4 MiB threshold maps only the payload-sized buffers, which are unmapped when freed;
-everything smaller stays on the heap and is reused. Measured on the same bench: 3.5x the
+everything smaller stays on the heap and is reused. Measured on the same bench: 3.2-3.5x the
 payload, flat. A lower threshold (128 KiB) also maps the socket's receive chunks and the
 render's pieces, and the page faults on remapping them added about 15 ms per 10 MB scrape.
 """
