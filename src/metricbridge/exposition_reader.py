@@ -8,8 +8,8 @@ to its family by counting line prefixes with ``bytes.count``, both in C. The blo
 shapes (one ``}`` right before the only space) are then tested together, in one
 ``bytes.translate`` of the whole payload (``shapes_match``); if that fails, the payload is read
 again testing each block on its own, so a bad block costs a second read and never a different
-result. A block that passes is kept as bytes (``RawFamily``); anything else is parsed line by
-line (``Family``), which is also what a rule that must look inside a family gets
+result. A block that passes is kept as a view of those bytes (``RawFamily``); anything else is
+parsed line by line (``Family``), which is also what a rule that must look inside a family gets
 (``parse_family``).
 
 Before vouching for a block the reader also knows the whole payload is valid UTF-8 without NUL

@@ -2,8 +2,8 @@
 
 Two shapes of family exist. ``RawFamily`` keeps its sample lines as the exact bytes the upstream
 sent, so the hot path can copy families that no rule touches without parsing them (see
-``codec``). ``Family`` holds parsed samples, for families a rule must look inside. Both are
-frozen; operations return new objects.
+``exposition_reader``). ``Family`` holds parsed samples, for families a rule must look inside.
+Both are frozen; operations return new objects.
 """
 
 from __future__ import annotations
@@ -98,11 +98,12 @@ class Family:
 class RawFamily:
     """A family whose sample lines are kept as the bytes the upstream sent.
 
-    ``body`` holds complete lines, each ending in a newline, and is only ever built by
-    ``codec`` after it checked that every line starts with this family's sample base followed by
-    a suffix valid for its type in both wire formats, with exactly one space (so no timestamp
-    and no exemplar). ``first_line`` is the 1-based line of the first body line in the payload,
-    for error messages.
+    ``body`` holds complete lines, each ending in a newline: usually a view into the upstream
+    payload, built by ``exposition_reader`` after it checked that every line starts with this
+    family's sample base followed by a suffix valid for its type in both wire formats, with
+    exactly one space (so no timestamp and no exemplar); bytes of its own after a rename.
+    ``first_line`` is the 1-based line of the first body line in the payload, for error
+    messages.
     """
 
     meta: FamilyMeta
