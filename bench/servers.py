@@ -15,6 +15,7 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -106,10 +107,20 @@ def proxy_app(upstream: str, *, buffered: bool) -> web.Application:
 
 
 def free_port() -> int:
-    """A port free on 127.0.0.1 right now (the child binds it a moment later)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A port free on 127.0.0.1 right now, for a child that binds it a moment later.
+
+    Drawn below Linux's ephemeral range (32768-60999): a port the kernel handed out (bind to 0)
+    can be handed out again, to an outgoing connection of the benchmark itself, before the child
+    binds it ("address already in use").
+    """
+    while True:
+        port = random.randrange(20000, 32000)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
 
 
 class Process:
