@@ -14,7 +14,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -29,6 +28,7 @@ from typing import Any, TypeVar
 import pytest
 import yaml
 
+from conftest import free_port
 from metricbridge.config import load_config
 from metricbridge.dashboards import load_queries
 from metricbridge.export_rules import RuleFormat, export_rules
@@ -51,12 +51,6 @@ class Stack:
 
     prometheus: str
     bridge_instance: str
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _get(url: str, timeout: float = 2.0) -> bytes:
@@ -161,7 +155,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     processes: list[subprocess.Popen[bytes]] = []
     simulator = _Simulator()
     try:
-        bridge = f"127.0.0.1:{_free_port()}"
+        bridge = f"127.0.0.1:{free_port()}"
         upstreams = [
             f"127.0.0.1:{simulator.port}/metrics",
             f"127.0.0.1:{simulator.port}/encoder/metrics",
@@ -171,7 +165,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             _spawn([*args, *(f"--upstream={u}" for u in upstreams)], tmp / "bridge.log")
         )
         _poll("the bridge", lambda: _get(f"http://{bridge}/-/ready"), time.monotonic() + 20)
-        web = f"127.0.0.1:{_free_port()}"
+        web = f"127.0.0.1:{free_port()}"
         config = _prometheus_config(tmp, bridge, simulator.port)
         processes.append(
             _spawn(

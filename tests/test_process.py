@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,20 +12,14 @@ from typing import Any
 import aiohttp
 import pytest
 
-from conftest import TESTS
+from conftest import TESTS, free_port
 from service_helpers import FakeUpstream
 
 pytestmark = pytest.mark.slow
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 async def _start_bridge(upstream_url: str, *extra: str) -> tuple[asyncio.subprocess.Process, str]:
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "METRICBRIDGE_UPSTREAM": upstream_url,
