@@ -25,11 +25,13 @@ from pathlib import Path
 from payloads import FIXTURE, SHAPES, evolving_payloads
 from prometheus_client.parser import text_string_to_metric_families
 
+from metricbridge import exposition_reader
+from metricbridge.byte_scan import shape_of
 from metricbridge.config import load_config
-from metricbridge.exposition_reader import Verify
+from metricbridge.exposition_reader import Verify, read_exposition
 from metricbridge.model import Format
 from metricbridge.pipeline import render, run_pipeline
-from metricbridge.rules import compile_rules
+from metricbridge.rules import CompiledRules, compile_rules
 
 
 def median_seconds(action: Callable[[bytes], object], inputs: list[bytes]) -> float:
@@ -82,6 +84,39 @@ def scrape_series(repeat: int) -> dict[str, list[bytes]]:
     return series
 
 
+def verification_costs(inputs: list[bytes], rules: CompiledRules) -> tuple[float, float]:
+    """Median seconds of the reader's two C passes over each input, replayed on their own.
+
+    The shape pass (one translate of the whole payload) and the prefix counts (one
+    ``bytes.count`` per family and sample-name suffix, over the family's block), recorded while
+    the reader reads the input, then timed without the reader around them.
+    """
+    original = exposition_reader.count_prefixes
+    replays: list[tuple[bytes, list[tuple[int, int, tuple[bytes, ...]]]]] = []
+    for payload in inputs:
+        calls: list[tuple[int, int, tuple[bytes, ...]]] = []
+
+        def spy(
+            data: bytes, start: int, end: int, needles: tuple[bytes, ...], calls: list = calls
+        ) -> int:
+            calls.append((start, end, needles))
+            return original(data, start, end, needles)
+
+        exposition_reader.count_prefixes = spy
+        try:
+            read_exposition(payload, Format.TEXT, rules.validation)
+        finally:
+            exposition_reader.count_prefixes = original
+        replays.append((payload, calls))
+
+    def counts(payload: bytes) -> int:
+        calls = next(recorded for data, recorded in replays if data is payload)
+        return sum(payload.count(n, start - 1, end) for start, end, ns in calls for n in ns)
+
+    shape, count = interleaved_medians([shape_of, counts], inputs)
+    return shape, count
+
+
 def main() -> None:
     """Run every measurement and print a table of ratios."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -120,6 +155,15 @@ def main() -> None:
         print(
             f"{name:>20} {len(payload):>10,} {base * 1e3:>9.2f}ms {text * 1e3:>8.2f}ms {text / base:>5.2f}x "
             f"{om / base:>5.2f}x {verified / base:>10.1f}x {parser_time * 1e3:>11.0f}ms {speedup:>8}"
+        )
+    print("\nverification alone, before any bookkeeping (the floor under the ratio):")
+    for name in SHAPES:
+        inputs = series[name]
+        base = median_seconds(lambda p: b"\n".join(p.split(b"\n")), inputs)
+        shape, counts = verification_costs(inputs, rules)
+        print(
+            f"{name:>20}: shape pass {shape * 1e3:.2f} ms ({shape / base:.2f}x), prefix counts "
+            f"{counts * 1e3:.2f} ms ({counts / base:.2f}x): {(shape + counts) / base:.2f}x split+join"
         )
     big = series[list(SHAPES)[-1]][0]
     with tempfile.TemporaryDirectory() as tmp:
