@@ -6,6 +6,7 @@ for the service's self-metrics and for the contract report.
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -109,12 +110,21 @@ class _Run:
             return None
         return result
 
+    def families(self, upstream: Sequence[AnyFamily]) -> None:
+        """Every upstream family through its rules, in order."""
+        by_input, consumed, out = self.rules.by_input, self.rules.consumed, self.out
+        samples_in = 0
+        for family in upstream:
+            samples_in += sample_count(family)
+            name = family.name
+            if name in by_input or name in consumed:
+                self.family(family)
+            else:
+                out.append(family)  # most families: no rule reads them
+        self.stats.samples_in += samples_in
+
     def family(self, family: AnyFamily) -> None:
-        self.stats.samples_in += sample_count(family)
         rules = self.rules.by_input.get(family.name, ())
-        if not rules and family.name not in self.rules.consumed:
-            self.out.append(family)  # most families: no rule reads them
-            return
         original = family
         for compiled in rules:
             if compiled.in_place:
@@ -172,24 +182,35 @@ class _Run:
             return None
         return rename(result, meta)
 
-    def row_status(self, rule: FamilyRule, served: set[str]) -> RowStatus:  # noqa: PLR0911 - a decision table
-        if rule.name in self.rows:
-            return self.rows[rule.name]
-        disposition = rule.disposition
-        if disposition is Disposition.STRUCTURAL:
-            return RowStatus(RowState.STRUCTURAL, "never emitted, by contract")
-        if disposition is Disposition.DROP:
-            return RowStatus(RowState.STRUCTURAL, "dropped by rule")
-        rewritten = disposition is Disposition.RELABEL and rule.input_name == rule.name
-        if rule.name in self.present and rule.name in served and not rewritten:
-            return RowStatus(RowState.NATIVE, "served by the engine under the contract name")
-        if rule.name in served:
-            return RowStatus(RowState.TRANSLATED, f"{disposition} of {rule.input_name}")
-        if disposition is Disposition.ENGINE:
-            return RowStatus(RowState.MISSING, "needs instrumentation inside the engine")
-        if disposition is Disposition.NATIVE:
-            return RowStatus(RowState.MISSING, "the engine has not emitted it (yet)")
-        return RowStatus(RowState.MISSING, f"source {rule.input_name} is absent upstream")
+    def row_status(self, rule: FamilyRule, served: set[str]) -> RowStatus:
+        status = self.rows.get(rule.name)
+        if status is not None:
+            return status
+        name = rule.name
+        return _row_status(
+            name, rule.disposition, rule.input_name, name in self.present, name in served
+        )
+
+
+@functools.lru_cache(maxsize=4096)  # the same few hundred answers, scrape after scrape
+def _row_status(  # noqa: PLR0911 - a decision table
+    name: str, disposition: Disposition, input_name: str, present: bool, served: bool
+) -> RowStatus:
+    """A row's state when translation left no reason of its own for it."""
+    if disposition is Disposition.STRUCTURAL:
+        return RowStatus(RowState.STRUCTURAL, "never emitted, by contract")
+    if disposition is Disposition.DROP:
+        return RowStatus(RowState.STRUCTURAL, "dropped by rule")
+    rewritten = disposition is Disposition.RELABEL and input_name == name
+    if present and served and not rewritten:
+        return RowStatus(RowState.NATIVE, "served by the engine under the contract name")
+    if served:
+        return RowStatus(RowState.TRANSLATED, f"{disposition} of {input_name}")
+    if disposition is Disposition.ENGINE:
+        return RowStatus(RowState.MISSING, "needs instrumentation inside the engine")
+    if disposition is Disposition.NATIVE:
+        return RowStatus(RowState.MISSING, "the engine has not emitted it (yet)")
+    return RowStatus(RowState.MISSING, f"source {input_name} is absent upstream")
 
 
 def _synthesize(
@@ -239,8 +260,7 @@ def translate(
     upstream, restored = restore_escaped(upstream, naming)
     run = _Run(rules, upstream)
     run.stats.names_restored = restored
-    for family in upstream:
-        run.family(family)
+    run.families(upstream)
     new_state, zeroed, warm_series = _synthesize(run, state or SynthState(), now, server_info)
     run.out.extend(escaped_copies(run.out, naming))
     served = {family.name for family in run.out}
