@@ -255,13 +255,11 @@ def test_every_dashboard_query_returns_data(stack: Stack) -> None:
         for location, expr in list(pending.items()):
             if _query(stack, expr):
                 del pending[location]
-        return not pending
+        if pending:
+            raise ValueError(f"no data for: {json.dumps(pending, indent=1)}")
+        return True
 
-    deadline = _deadline(30)
-    while not all_answered():
-        if time.monotonic() > deadline:
-            pytest.fail(f"no data for: {json.dumps(pending, indent=1)}")
-        time.sleep(0.5)
+    _poll("data for every dashboard query", all_answered, _deadline(30))
 
 
 def _label_sets(stack: Stack, name: str, jobs: str) -> set[tuple[tuple[str, str], ...]]:
@@ -282,10 +280,9 @@ def test_exported_rules_reproduce_the_sidecar_series(stack: Stack) -> None:
     # Warm-zero cannot be done centrally (the export's header says so): the sidecar serves extra
     # zero series there, so the central series must be a subset.
     warm = {rule.name for rule in load_config().families if rule.warm_zero is not None}
-    mismatched: dict[str, object] = {}
 
     def same() -> bool:
-        mismatched.clear()
+        mismatched: dict[str, object] = {}
         for name in names:
             central = _label_sets(stack, name, RAW_JOBS)
             sidecar = _label_sets(stack, name, 'job="metricbridge"')
@@ -295,10 +292,8 @@ def test_exported_rules_reproduce_the_sidecar_series(stack: Stack) -> None:
                     "central only": sorted(central - sidecar)[:3],
                     "sidecar only": sorted(sidecar - central)[:3],
                 }
-        return not mismatched
+        if mismatched:
+            raise ValueError(f"series differ: {json.dumps(mismatched, indent=1)}")
+        return True
 
-    deadline = _deadline(30)
-    while not same():
-        if time.monotonic() > deadline:
-            pytest.fail(f"central and sidecar series differ: {json.dumps(mismatched, indent=1)}")
-        time.sleep(0.5)
+    _poll("central and sidecar series to agree", same, _deadline(30))
