@@ -8,7 +8,7 @@ engine the steady RSS measured 7-9x the payload and kept growing (bench/bench_se
 A fixed 4 MiB threshold maps only the payload-sized buffers, which are unmapped when freed;
 everything smaller stays on the heap and is reused. Measured on the same bench: 3.2-3.5x the
 payload, flat. A lower threshold (128 KiB) also maps the socket's receive chunks and the
-render's pieces, and the page faults on remapping them added about 15 ms per 10 MB scrape.
+render's pieces, and the page faults on remapping them added 15-30 ms per 10 MB scrape.
 """
 
 from __future__ import annotations

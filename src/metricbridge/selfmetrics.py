@@ -1,7 +1,7 @@
 """metricbridge_* metrics about the bridge itself, on a registry of their own.
 
 Two kinds, because every /metrics response carries them and rendering the whole registry costs
-0.17 ms (0.3-0.5 ms with prometheus_client's encoders), close to serving a cached 1 MB response:
+0.17 ms (0.27-0.51 ms with prometheus_client's encoders), close to serving a cached 1 MB response:
 
 - Per-scrape counters (``metricbridge_scrapes_total``, ``metricbridge_coalesced_scrapes_total``)
   change on every request. They are ``ScrapeCounter``s, written by hand in microseconds for

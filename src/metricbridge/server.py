@@ -21,7 +21,7 @@ from metricbridge.background import heartbeat, poll_server_info, server_info_url
 from metricbridge.bridge import Bridge, FetchSettings, Snapshot
 from metricbridge.config import Config, load_config
 from metricbridge.errors import ConfigError
-from metricbridge.exposition_writer import write_exposition
+from metricbridge.exposition_writer import PIECE_SIZE, write_exposition
 from metricbridge.model import Format
 from metricbridge.negotiation import accepts_gzip, choose_format, content_type, scrape_timeout
 from metricbridge.report import contract_report
@@ -31,7 +31,6 @@ from metricbridge.selfmetrics import SelfMetrics
 
 log = logging.getLogger("metricbridge.server")
 Part = bytes | memoryview  # a response part; memoryviews spare copying renders to trim them
-_WRITE_SLICE = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,8 +172,8 @@ async def _send(
                 view = memoryview(part)
                 # Slices, so aiohttp drains between them: one 10 MB write would be copied whole
                 # into the transport's buffer, a fresh 10 MB allocation on every scrape.
-                for offset in range(0, len(view), _WRITE_SLICE):
-                    await response.write(view[offset : offset + _WRITE_SLICE])
+                for offset in range(0, len(view), PIECE_SIZE):
+                    await response.write(view[offset : offset + PIECE_SIZE])
         await response.write_eof()
     except ConnectionError:
         # The scraper left between two writes (aiohttp cancels the handler if it leaves during
