@@ -5,7 +5,8 @@
 Upstream, proxy and bridge each run as a separate process (bench/servers.py), on 127.0.0.1.
 
 1. Added latency. A simulated SGLang engine at ~1 MB (dp8 x tp2) and ~10 MB (dp88 x tp2),
-   advanced before every answer so that no two scrapes see the same values. One client scrapes
+   serving successive scrapes (rendered at start-up, in rotation) so that consecutive scrapes
+   never see the same values; or, with ``--upstream fixed``, the same bytes. One client scrapes
    it directly, through a plain pass-through aiohttp proxy (streaming, and buffering the whole
    body), and through the bridge (``--cache-ttl 0``: every scrape really fetches and
    translates), round-robin, one request at a time. Added latency is a path's median minus the
