@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import io
 import re
 
 import pytest
+from prometheus_client.openmetrics.parser import (
+    text_fd_to_metric_families as om_fd_to_metric_families,
+)
+from prometheus_client.parser import text_fd_to_metric_families
 
 from conftest import FIXTURES
 from metricbridge import exposition_reader
@@ -147,6 +152,80 @@ def test_repeated_family_keeps_the_first_occurrence() -> None:
     assert str(exposition.problems[0]).startswith(
         "line 5, family a: family appears again (first at line 1)"
     )
+
+
+SAMPLE_NAME_CLASHES = [
+    pytest.param(
+        b'# TYPE a_info gauge\na_info 1\n# TYPE a info\na_info{x="1"} 1\n# EOF\n',
+        Format.OPENMETRICS,
+        "line 3, family a: a_info already taken by the family at line 1",
+        id="info-beside-a-gauge-named-like-its-sample",
+    ),
+    pytest.param(
+        b"# TYPE a_created gauge\na_created 1\n# TYPE a counter\na_total 1\na_created 5\n# EOF\n",
+        Format.OPENMETRICS,
+        "line 3, family a: a_created already taken by the family at line 1",
+        id="openmetrics-counter-beside-a-created-gauge",
+    ),
+    pytest.param(
+        b'# TYPE a histogram\na_bucket{le="+Inf"} 1\na_sum 1\na_count 1\n'
+        b"# TYPE a_count gauge\na_count 3\n",
+        Format.TEXT,
+        "line 5, family a_count: a_count already taken by the family at line 1",
+        id="gauge-named-like-a-histogram-sample",
+    ),
+    pytest.param(
+        b'# TYPE a_bucket gauge\na_bucket{x="1"} 3\n# TYPE a histogram\na_bucket{le="+Inf"} 1\n',
+        Format.TEXT,
+        "line 3, family a: a_bucket already taken by the family at line 1",
+        id="histogram-after-a-gauge-named-like-its-buckets",
+    ),
+]
+
+
+@pytest.mark.parametrize(("payload", "fmt", "message"), SAMPLE_NAME_CLASHES)
+@pytest.mark.parametrize("verify", list(Verify))
+def test_a_family_whose_sample_names_another_family_takes_is_dropped(
+    payload: bytes, fmt: Format, message: str, verify: Verify
+) -> None:
+    """Two families may not share a sample name: promtool and prometheus_client refuse it."""
+    exposition = read_exposition(payload, fmt, verify)
+    assert len(exposition.families) == 1
+    assert [str(p) for p in exposition.problems] == [
+        f"{message} (a family's name and sample names must be its own); this one is dropped"
+    ]
+    for out in Format:
+        text = write_exposition(exposition.families, out).decode()
+        parse = text_fd_to_metric_families if out is Format.TEXT else om_fd_to_metric_families
+        assert len(list(parse(io.StringIO(text)))) == 1
+
+
+@pytest.mark.parametrize("split_by_comment", [False, True])
+def test_repeated_series_is_dropped_and_located(split_by_comment: bool) -> None:
+    """A repeat in a parsed family names both lines and the series as written on the wire.
+
+    The unlabelled line sends the family to the exact parser. After a free comment the lines
+    before it were first kept as a vouched view and are parsed only then: their line numbers
+    must survive that path too.
+    """
+    comment = b"# a comment\n" if split_by_comment else b""
+    payload = b'# TYPE a gauge\na{x="1"} 1\na{y="2"} 1\n' + comment + b'a 7\na{x="1"} 2\n'
+    exposition = read_exposition(payload, Format.TEXT, Verify.STRUCTURE)
+    line = 6 if split_by_comment else 5
+    message = f'line {line}, family a: series a{{x="1"}} repeats the one at line 2; the repeat'
+    assert [str(p) for p in exposition.problems] == [f"{message} is dropped"]
+    (family,) = exposition.families
+    assert isinstance(family, Family)
+    assert [s.value for s in family.samples] == [1.0, 1.0, 7.0]
+
+
+def test_a_repeated_series_is_shown_escaped() -> None:
+    """The message quotes label values as the wire does, so the series can be grepped for."""
+    payload = b'# TYPE a gauge\na{y="q\\"z"} 1\na{y="q\\"z"} 3\n'
+    exposition = read_exposition(payload, Format.TEXT, Verify.FULL)
+    assert [str(p) for p in exposition.problems] == [
+        'line 3, family a: series a{y="q\\"z"} repeats the one at line 2; the repeat is dropped'
+    ]
 
 
 def test_fast_path_vouches_only_for_the_familys_own_lines() -> None:

@@ -16,7 +16,7 @@ from metricbridge.exposition_reader import read_exposition
 from metricbridge.family_parse import parse_family
 from metricbridge.model import Format
 from metricbridge.rules import CompiledRules, compile_rules
-from metricbridge.translate import RowState, SynthState, Translation, translate
+from metricbridge.translate import RowState, RowStatus, SynthState, Translation, translate
 
 M = 'model_name="m"'
 
@@ -310,6 +310,51 @@ def test_derived_row_yields_to_a_patched_engine() -> None:
     result = _run(payload, _rules(), server_info=SERVER_INFO)
     assert _series(result, "sglang:num_max_batchs") == {(): 7.0}
     assert result.rows["sglang:num_max_batchs"].state is RowState.NATIVE
+
+
+def test_a_rule_output_that_takes_an_engine_familys_sample_name_is_not_served() -> None:
+    """A gauge alias `x_count` beside an engine histogram `x`: the engine's family keeps it."""
+    rules = _rules(
+        """
+version: 1
+families:
+  x_count:
+    disposition: alias
+    type: gauge
+    source: y
+"""
+    )
+    payload = (
+        b'# TYPE y gauge\ny 3\n# TYPE x histogram\nx_bucket{le="+Inf"} 2\nx_sum 1.5\nx_count 2\n'
+    )
+    result = _run(payload, rules)
+    assert [f.name for f in result.families] == ["y", "x"]
+    assert [str(p) for p in result.problems] == [
+        "family x_count: x_count already served by another family; not served"
+    ]
+    assert result.stats.dropped["name_clash"] == 1
+    assert result.rows["x_count"] == RowStatus(
+        RowState.MISSING, "x_count already served by another family"
+    )
+
+
+@pytest.mark.parametrize("native_first", [True, False])
+def test_a_relabelled_series_yields_to_the_engines_own(native_first: bool) -> None:
+    """storage -> storage_MooncakeStore landing on a series the engine serves: the engine's wins.
+
+    The result must not depend on the order of the lines; the collision is counted.
+    """
+    family = b"# TYPE sglang:cached_tokens_total counter\n"
+    rewritten = b'sglang:cached_tokens_total{cache_source="storage"} 4.0\n'
+    native = b'sglang:cached_tokens_total{cache_source="storage_MooncakeStore"} 5.0\n'
+    device = b'sglang:cached_tokens_total{cache_source="device"} 9.0\n'
+    lines = native + rewritten if native_first else rewritten + native
+    result = _run(family + lines + device, _rules())
+    assert _series(result, "sglang:cached_tokens_total") == {
+        (("cache_source", "storage_MooncakeStore"),): 5.0,
+        (("cache_source", "device"),): 9.0,
+    }
+    assert result.stats.dropped["duplicate_series"] == 1
 
 
 def test_relabel_target_expanding_to_an_unusable_name_is_skipped() -> None:

@@ -37,7 +37,14 @@ from metricbridge.byte_scan import (
 )
 from metricbridge.created_series import merge_created_families
 from metricbridge.errors import ExpositionError
-from metricbridge.family_names import TEXT_TYPES, allowed_suffixes, belongs, fast_needles
+from metricbridge.exposition_writer import label_set
+from metricbridge.family_names import (
+    TEXT_TYPES,
+    allowed_suffixes,
+    belongs,
+    fast_needles,
+    wire_names,
+)
 from metricbridge.family_parse import parse_lines, unescape_help
 from metricbridge.model import (
     AnyFamily,
@@ -48,7 +55,6 @@ from metricbridge.model import (
     MetricType,
     RawFamily,
     Sample,
-    sample_base,
 )
 from metricbridge.sample_line import METRIC_NAME, LineError, legacy_name, parse_sample, unescape
 
@@ -84,6 +90,7 @@ class _Builder:
     has_samples: bool = False
     pieces: list[tuple[Body, int, int]] = field(default_factory=list)  # vouched block, line, lines
     samples: list[Sample] | None = None  # set once any block needed parsing
+    sample_lines: list[int] = field(default_factory=list)  # each parsed sample's line number
     problem: ExpositionError | None = None
     known: _KnownHeader | None = None  # set when the header pair came from the cache
     declared_spelling: bool = False  # a sample spelled as declared was seen (see _belongs)
@@ -96,7 +103,7 @@ class _KnownHeader:
     declared: str
     meta: FamilyMeta
     needles: tuple[bytes, ...]  # see fast_needles
-    occupied: frozenset[str]  # the names it takes (a counter: its OpenMetrics name too)
+    occupied: frozenset[str]  # the names it takes on the wire (see wire_names)
     own_headers: tuple[bytes, ...]  # what follows "# HELP"/"# TYPE" in the family's own lines
 
     def ends_before(self, payload: bytes, pos: int) -> bool:
@@ -104,10 +111,6 @@ class _KnownHeader:
         return (
             payload.startswith(b"# HELP ", pos) or payload.startswith(b"# TYPE ", pos)
         ) and not payload.startswith(self.own_headers, pos + 6)
-
-
-def _occupied(meta: FamilyMeta) -> frozenset[str]:
-    return frozenset((meta.name, sample_base(meta.name, meta.type)))
 
 
 # Header pairs seen before, per format, by their raw bytes.
@@ -264,7 +267,8 @@ class _Reader:
             return  # the general path reports it
         needles = fast_needles(name, declared_type, self.fmt)
         own = (f" {name} ".encode(), f" {name}\n".encode())
-        self.known[key] = _KnownHeader(name, meta, needles, _occupied(meta), own)
+        occupied = wire_names(meta.name, meta.type, self.fmt)
+        self.known[key] = _KnownHeader(name, meta, needles, occupied, own)
 
     def _comment(self, raw: bytes) -> bool:  # noqa: PLR0911 - each return is a kind of line
         """Handle a comment line; return True at ``# EOF``."""
@@ -422,6 +426,7 @@ class _Reader:
             sample = dataclasses.replace(sample, name=name)
         if builder.problem is None:
             self._to_samples(builder).append(sample)
+            builder.sample_lines.append(line_no)
             builder.has_samples = True
 
     def _to_samples(self, builder: _Builder) -> list[Sample]:
@@ -429,7 +434,10 @@ class _Reader:
         if builder.samples is None:
             builder.samples = []
             for block, line, _ in builder.pieces:
-                builder.samples.extend(parse_lines(str(block, "utf-8"), line, self.fmt))
+                parsed = parse_lines(str(block, "utf-8"), line, self.fmt)
+                builder.samples.extend(parsed)
+                # A vouched block is sample lines only, one per line.
+                builder.sample_lines.extend(range(line, line + len(parsed)))
             builder.pieces.clear()
         return builder.samples
 
@@ -477,8 +485,7 @@ class _Reader:
         else:
             _, canonical, _ = allowed_suffixes(builder.declared, builder.type, self.fmt)
             meta = FamilyMeta(canonical, builder.type, builder.help, builder.unit)
-            # A counter occupies its OpenMetrics family name too (`a` for `a_total`).
-            occupied = _occupied(meta)
+            occupied = wire_names(meta.name, meta.type, self.fmt)
         if not self._admit(builder.declared, builder.first_line, occupied):
             return
         if builder.samples is None:
@@ -502,7 +509,9 @@ class _Reader:
             first = min(canonical[name] for name in clashes)
             self.result.problems.append(
                 ExpositionError(
-                    f"family name clashes with the family at line {first}; this one is dropped",
+                    f"{' and '.join(sorted(clashes))} already taken by the family at line "
+                    f"{first} (a family's name and sample names must be its own); this one is "
+                    "dropped",
                     line=first_line,
                     family=declared,
                 )
@@ -515,15 +524,17 @@ class _Reader:
     def _unique(self, builder: _Builder) -> tuple[Sample, ...]:
         """A parsed family's samples with repeats dropped (the first one wins), each reported."""
         samples = builder.samples or []
-        seen: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
+        first_seen: dict[tuple[str, tuple[tuple[str, str], ...]], int] = {}
         out = []
-        for sample in samples:
+        for sample, line in zip(samples, builder.sample_lines, strict=True):
             key = (sample.name, tuple(sorted(sample.labels)))
-            if key in seen:
-                message = f"series {sample.name}{dict(sample.labels)} repeated; the repeat dropped"
-                self.result.problems.append(ExpositionError(message, family=builder.declared))
+            first = first_seen.setdefault(key, line)
+            if first != line:
+                series = sample.name + (label_set(key[1]) if sample.labels else "")
+                message = f"series {series} repeats the one at line {first}; the repeat is dropped"
+                problem = ExpositionError(message, line=line, family=builder.declared)
+                self.result.problems.append(problem)
                 continue
-            seen.add(key)
             out.append(sample)
         return tuple(out)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 
-from metricbridge.model import Format, MetricType
+from metricbridge.model import Format, MetricType, sample_base
 from metricbridge.sample_line import legacy_name
 
 TEXT_TYPES = {"untyped": MetricType.UNKNOWN} | {t.value: t for t in MetricType}
@@ -27,6 +27,33 @@ def allowed_suffixes(
         MetricType.INFO: ("_info",),
     }.get(mtype, ("",))
     return declared, declared, suffixes
+
+
+# Sample-name suffixes per type, in either wire format.
+_SAMPLE_SUFFIXES = {
+    MetricType.COUNTER: ("_total", "_created"),
+    MetricType.HISTOGRAM: ("_bucket", "_sum", "_count", "_created"),
+    MetricType.GAUGEHISTOGRAM: ("_bucket", "_gsum", "_gcount"),
+    MetricType.SUMMARY: ("_sum", "_count", "_created"),
+    MetricType.INFO: ("_info",),
+}
+
+
+@functools.lru_cache(maxsize=4096)
+def wire_names(name: str, mtype: MetricType, fmt: Format) -> frozenset[str]:
+    """Every name a family takes on the wire: its own, its OpenMetrics name, its sample names.
+
+    Two families sharing one of these clash: promtool refuses a second TYPE line for a name
+    and prometheus_client a "clashing name" (a histogram ``a`` beside a gauge ``a_count``, an
+    info ``a`` beside a gauge ``a_info``). ``name`` is the canonical family name. In the text
+    format a ``_created`` series is a gauge family of its own, merged into its counter or
+    histogram after reading, so it is not claimed there.
+    """
+    base = sample_base(name, mtype)
+    suffixes = _SAMPLE_SUFFIXES.get(mtype, ())
+    if fmt is Format.TEXT:
+        suffixes = tuple(suffix for suffix in suffixes if suffix != "_created")
+    return frozenset((name, base, *(base + suffix for suffix in suffixes)))
 
 
 @functools.lru_cache(maxsize=4096)

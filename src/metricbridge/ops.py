@@ -149,22 +149,32 @@ def _relabel_one(labels: dict[str, str], step: CompiledRelabel) -> bool:
 
 
 def relabel(family: Family, steps: tuple[CompiledRelabel, ...]) -> tuple[Family, int, int]:
-    """Apply relabel steps per series; return the family, series dropped and duplicates removed."""
-    out: list[Sample] = []
-    seen: set[tuple[str, Labels]] = set()
+    """Apply relabel steps per series; return the family, series dropped and duplicates removed.
+
+    A rewrite that lands on a series the engine already serves with those labels yields to it,
+    wherever the two stand in the family: the engine's own series is the true one (a patched
+    engine writing ``cache_source="storage_MooncakeStore"`` itself, say). Otherwise, of two
+    series that the steps make equal, the first is kept.
+    """
+    kept: list[tuple[Sample, Labels, bool]] = []
     dropped = duplicates = 0
     for sample in family.samples:
         labels = dict(sample.labels)
         if not all(_relabel_one(labels, step) for step in steps):
             dropped += 1
             continue
-        new_labels = (
-            tuple(sorted(labels.items())) if labels != dict(sample.labels) else sample.labels
+        rewritten = labels != dict(sample.labels)
+        kept.append(
+            (sample, tuple(sorted(labels.items())) if rewritten else sample.labels, rewritten)
         )
+    native = {(s.name, tuple(sorted(labels))) for s, labels, rewritten in kept if not rewritten}
+    out: list[Sample] = []
+    seen: set[tuple[str, Labels]] = set()
+    for sample, new_labels, rewritten in kept:
         key = (sample.name, tuple(sorted(new_labels)))
-        if key in seen:
+        if key in seen or (rewritten and key in native):
             duplicates += 1
             continue
         seen.add(key)
-        out.append(_with(sample, labels=new_labels))
+        out.append(_with(sample, labels=new_labels) if rewritten else sample)
     return Family(family.meta, tuple(out)), dropped, duplicates

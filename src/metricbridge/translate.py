@@ -15,9 +15,10 @@ from enum import StrEnum
 from metricbridge.config import Disposition, FamilyRule
 from metricbridge.derive import derive_all
 from metricbridge.errors import ExpositionError
+from metricbridge.family_names import wire_names
 from metricbridge.family_parse import parse_family
 from metricbridge.idle import IdleState, observe, zero_gauges
-from metricbridge.model import AnyFamily, Family, FamilyMeta, Labels, RawFamily
+from metricbridge.model import AnyFamily, Family, FamilyMeta, Format, Labels, RawFamily
 from metricbridge.naming import escaped_copies, restore_escaped
 from metricbridge.ops import ScaleError, relabel, rename, scale, select
 from metricbridge.rules import CompiledRule, CompiledRules
@@ -182,6 +183,31 @@ class _Run:
             return None
         return rename(result, meta)
 
+    def drop_clashes(self) -> None:
+        """Serve no two families that share a wire name, however the rules and upstreams met.
+
+        The reader keeps one upstream's families apart, and ``config check`` the rules' outputs;
+        this catches what neither can see: a rule's output against a family some engine release
+        adds (a gauge ``x_count`` beside a histogram ``x``), or two upstreams' families. The
+        engine's families claim their names first, so a rule's output yields to them. Text-format
+        names: a ``_created`` series is written as a gauge family only where the input had one.
+        """
+        upstream = [f for f in self.out if f.name in self.present]
+        taken: set[str] = set()
+        clashing: set[int] = set()
+        for family in (*upstream, *(f for f in self.out if f.name not in self.present)):
+            names = wire_names(family.meta.name, family.meta.type, Format.TEXT)
+            if taken.isdisjoint(names):
+                taken |= names
+                continue
+            clashing.add(id(family))
+            message = f"{' and '.join(sorted(names & taken))} already served by another family"
+            self.problems.append(ExpositionError(f"{message}; not served", family=family.name))
+            self.stats.dropped["name_clash"] += sample_count(family)
+            self.rows[family.name] = RowStatus(RowState.MISSING, message)
+        if clashing:
+            self.out = [family for family in self.out if id(family) not in clashing]
+
     def row_status(self, rule: FamilyRule, served: set[str]) -> RowStatus:
         status = self.rows.get(rule.name)
         if status is not None:
@@ -263,6 +289,7 @@ def translate(
     run.families(upstream)
     new_state, zeroed, warm_series = _synthesize(run, state or SynthState(), now, server_info)
     run.out.extend(escaped_copies(run.out, naming))
+    run.drop_clashes()
     served = {family.name for family in run.out}
     rows = {rule.name: run.row_status(rule, served) for rule in rules.rows}
     run.stats.families_out = len(run.out)
