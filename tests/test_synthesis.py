@@ -312,6 +312,18 @@ def test_derived_row_yields_to_a_patched_engine() -> None:
     assert result.rows["sglang:num_max_batchs"].state is RowState.NATIVE
 
 
+def test_a_dropped_family_is_not_served_and_its_row_says_so() -> None:
+    """A drop rule needs no type: the row reads "dropped by rule", not a type mismatch."""
+    rules = _rules("version: 1\nfamilies:\n  sglang:num_running_reqs:\n    disposition: drop\n")
+    result = _run(_fixture("tp1.prom"), rules)
+    assert "sglang:num_running_reqs" not in {f.name for f in result.families}
+    assert result.rows["sglang:num_running_reqs"] == RowStatus(
+        RowState.STRUCTURAL, "dropped by rule"
+    )
+    assert result.stats.dropped["dropped_by_rule"] == 1
+    assert not result.problems
+
+
 def test_a_rule_output_that_takes_an_engine_familys_sample_name_is_not_served() -> None:
     """A gauge alias `x_count` beside an engine histogram `x`: the engine's family keeps it."""
     rules = _rules(

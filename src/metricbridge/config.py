@@ -246,13 +246,17 @@ def _rule_fields(
 
 
 def _expand(
-    name: str, entries: dict[str, tuple[yaml.Node, yaml.Node]], path: str, issues: Issues
+    name: str,
+    name_node: yaml.Node,
+    entries: dict[str, tuple[yaml.Node, yaml.Node]],
+    path: str,
+    issues: Issues,
 ) -> list[str]:
     """Concrete names of a templated row such as ``sglang:{stage}_batch_size``."""
     fields = _TEMPLATE_FIELD.findall(name)
     if "template" not in entries:
         if fields:
-            issues.add(None, path, f"name uses {{{fields[0]}}} but the rule has no 'template'")
+            issues.add(name_node, path, f"name uses {{{fields[0]}}} but the rule has no 'template'")
             return []
         return [name]
     key_node, value_node = entries["template"]
@@ -286,7 +290,7 @@ def _families(node: yaml.Node, issues: Issues) -> list[FamilyRule]:
             issues.add(key_node, path, "missing required field 'disposition'")
         if any(value is None for value in fields.values()) or "disposition" not in fields:
             continue
-        for concrete in _expand(name, entries, path, issues):
+        for concrete in _expand(name, key_node, entries, path, issues):
             if not METRIC_NAME.fullmatch(concrete):
                 issues.add(key_node, path, f"invalid metric family name {concrete!r}")
                 continue
@@ -321,7 +325,11 @@ def parse_config(text: str, source: str) -> Config:
     root = compose(text, issues)
     if root is None:
         if not issues.items:
-            issues.add(None, "", "the file is empty")
+            issues.items.append(
+                ConfigIssue(
+                    source, 1, "", "the file has no YAML document (it is empty, or only comments)"
+                )
+            )
         raise ConfigError(issues.items)
     top = mapping(
         root, "", issues, {"version", "validation", "families", "items", "idle", "naming"}
@@ -354,12 +362,16 @@ def load_config(path: Path | None = None) -> Config:
         text = resources.files("metricbridge.data").joinpath(DEFAULT_CONFIG_NAME).read_text("utf-8")
         return parse_config(text, f"<default {DEFAULT_CONFIG_NAME}>")
     try:
-        text = path.read_text("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError([_io_issue(str(path), exc)]) from exc
+        data = path.read_bytes()
+    except OSError as exc:
+        # The one issue without a line: there is no content to point into.
+        reason = exc.strerror or str(exc)
+        raise ConfigError([ConfigIssue(str(path), None, "", f"cannot read: {reason}")]) from exc
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        bad = data[exc.start : exc.end].hex(" ")
+        message = f"cannot read: not UTF-8 (bytes {bad}: {exc.reason})"
+        raise ConfigError([ConfigIssue(str(path), line, "", message)]) from exc
     return parse_config(text, str(path))
-
-
-def _io_issue(source: str, exc: Exception) -> ConfigIssue:
-    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-    return ConfigIssue(source, None, "", f"cannot read: {reason}")

@@ -53,6 +53,9 @@ def wire_names(name: str, mtype: MetricType, fmt: Format) -> frozenset[str]:
     suffixes = _SAMPLE_SUFFIXES.get(mtype, ())
     if fmt is Format.TEXT:
         suffixes = tuple(suffix for suffix in suffixes if suffix != "_created")
+        if mtype is MetricType.GAUGEHISTOGRAM:
+            # Written as TYPE histogram, which promtool takes to own _sum and _count too.
+            suffixes += ("_sum", "_count")
     return frozenset((name, base, *(base + suffix for suffix in suffixes)))
 
 

@@ -128,7 +128,8 @@ class _Run:
         rules = self.rules.by_input.get(family.name, ())
         original = family
         for compiled in rules:
-            if compiled.in_place:
+            # A drop rule rewrites nothing: the family is simply not served (see consumed).
+            if compiled.in_place and compiled.rule.disposition is not Disposition.DROP:
                 rewritten = self.apply(compiled, family)
                 if rewritten is None:
                     return  # malformed: neither the family nor anything derived from it is served

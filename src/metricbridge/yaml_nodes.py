@@ -23,10 +23,10 @@ class Issues:
     source: str
     items: list[ConfigIssue] = field(default_factory=list)
 
-    def add(self, node: yaml.Node | None, path: str, message: str) -> None:
+    def add(self, node: yaml.Node, path: str, message: str) -> None:
         """Record a problem at ``node``'s line."""
-        line = node.start_mark.line + 1 if node is not None else None
-        self.items.append(ConfigIssue(self.source, line, path, message))
+        # A node, not an optional line: every issue in a file's content can say where it is.
+        self.items.append(ConfigIssue(self.source, node.start_mark.line + 1, path, message))
 
 
 def compose(text: str, issues: Issues) -> yaml.Node | None:
@@ -34,12 +34,20 @@ def compose(text: str, issues: Issues) -> yaml.Node | None:
     try:
         return yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        line = mark.line + 1 if mark is not None else None
+        mark = exc.problem_mark or exc.context_mark
+        # PyYAML marks every error it raises while composing; line 1 only if some day it does not.
+        line = mark.line + 1 if mark is not None else 1
         issues.items.append(ConfigIssue(issues.source, line, "", f"invalid YAML: {exc.problem}"))
-    except yaml.YAMLError as exc:
-        issues.items.append(ConfigIssue(issues.source, None, "", f"invalid YAML: {exc}"))
+    except yaml.reader.ReaderError as exc:
+        # Not a MarkedYAMLError: it carries a character offset, which the line is counted from.
+        line = len(_LINE_BREAK.findall(text, 0, exc.position)) + 1
+        message = f"invalid YAML: unacceptable character #x{exc.character:04x}: {exc.reason}"
+        issues.items.append(ConfigIssue(issues.source, line, "", message))
     return None
+
+
+# Line breaks as YAML counts them (yaml.reader.Reader.forward), so lines agree with its marks.
+_LINE_BREAK = re.compile("\r\n|[\r\n\x85\u2028\u2029]")
 
 
 Entries = dict[str, tuple[yaml.Node, yaml.Node]]
