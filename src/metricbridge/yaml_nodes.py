@@ -10,6 +10,7 @@ import difflib
 import math
 import re
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import yaml
 
@@ -27,6 +28,31 @@ class Issues:
         """Record a problem at ``node``'s line."""
         # A node, not an optional line: every issue in a file's content can say where it is.
         self.items.append(ConfigIssue(self.source, node.start_mark.line + 1, path, message))
+
+
+class _Rule(Protocol):
+    """What an issue needs of the rule it concerns."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def line(self) -> int: ...
+
+
+@dataclass(slots=True)
+class RuleIssues:
+    """Records issues against one rule, at its line unless a finer one is known."""
+
+    issues: Issues
+    rule: _Rule
+
+    def add(self, path: str, message: str, line: int | None = None) -> None:
+        """Record a problem at ``families.<rule><path>``, on ``line`` or the rule's own."""
+        where = f"families.{self.rule.name}{path}"
+        self.issues.items.append(
+            ConfigIssue(self.issues.source, line or self.rule.line, where, message)
+        )
 
 
 def compose(text: str, issues: Issues) -> yaml.Node | None:
