@@ -10,7 +10,8 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "src" / "metricbridge"
 CORE = [
     "model", "errors", "numbers", "sample_line", "exposition_reader", "exposition_writer",
-    "yaml_nodes", "config", "config_checks", "config_synth", "templates", "rules", "ops",
+    "yaml_nodes", "config", "config_checks", "config_outputs", "config_synth", "templates",
+    "rules", "ops",
     "translate", "series", "warm_zero", "derive", "idle", "naming", "pipeline", "report",
     "promql", "templating", "byte_scan", "family_names", "family_parse", "created_series",
     "catalog", "check", "resolve", "findings", "upgrade_diff", "export_rules",

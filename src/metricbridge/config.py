@@ -1,7 +1,8 @@
 """Rules files: YAML in, a validated frozen ``Config`` out, every issue reported at once.
 
-The shape mirrors the YAML; defaults are declared once, on the dataclasses. Cross-field and
-cross-rule checks live in ``config_checks``; compiling for the hot path lives in ``rules``.
+The shape mirrors the YAML; defaults are declared once, on the dataclasses. Per-rule checks
+live in ``config_checks``, cross-rule ones in ``config_outputs``; compiling for the hot path
+lives in ``rules``.
 """
 
 from __future__ import annotations
