@@ -54,6 +54,7 @@ def bridge_app(
     timeout: float = 2.0,
     max_bytes: int = 64 << 20,
     config: str | None = None,
+    server_info: bool = True,
 ) -> web.Application:
     """A bridge app for the given upstream URLs (no cache by default, so every scrape fetches)."""
     from pathlib import Path  # noqa: PLC0415
@@ -62,5 +63,6 @@ def bridge_app(
         tuple(parse_upstream(url) for url in upstream_urls),
         Path(config) if config else None,
         FetchSettings(timeout_cap=timeout, max_bytes=max_bytes, cache_ttl=cache_ttl),
+        server_info=server_info,
     )
     return make_app(settings, load_config(settings.config_path))

@@ -14,7 +14,8 @@ CORE = [
     "rules", "ops",
     "translate", "series", "warm_zero", "derive", "idle", "naming", "pipeline", "report",
     "promql", "templating", "byte_scan", "family_names", "family_parse", "created_series",
-    "catalog", "check", "resolve", "findings", "upgrade_diff", "export_rules",
+    "catalog", "check", "resolve", "findings", "upgrade_diff", "export_rules", "name_filter",
+    "gzip_framing",
 ]  # fmt: skip
 FORBIDDEN = {"aiohttp", "asyncio", "prometheus_client", "socket", "urllib.request", "http"}
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+import logging
 import shutil
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,10 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families 
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 
 from conftest import FIXTURES, TESTS
+from metricbridge.config import load_config
+from metricbridge.negotiation import scrape_timeout
+from metricbridge.rules import compile_rules
+from metricbridge.server import STATE
 from service_helpers import FakeUpstream, bridge_app
 
 PROM2_ACCEPT = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
@@ -21,6 +26,7 @@ PROM3_ACCEPT = (
     "application/openmetrics-text;version=1.0.0;escaping=allow-utf-8,application/openmetrics-text;"
     "version=0.0.1;q=0.75,text/plain;version=1.0.0;escaping=allow-utf-8;q=0.5,text/plain;version=0.0.4;q=0.4,*/*;q=0.1"
 )
+TIMEOUT_HEADER = "X-Prometheus-Scrape-Timeout-Seconds"
 
 
 async def _start(
@@ -213,3 +219,123 @@ async def test_contract_json_is_stable_json(aiohttp_server, aiohttp_client) -> N
         "sglang:all_gather_latency_us",
         "sglang:decode_bs_util",
     ]
+
+
+@pytest.mark.parametrize(
+    ("header", "cap", "expected"),
+    [
+        (None, 2.0, 2.0),  # no header: the cap itself, as --help says
+        ("10", 30.0, 9.5),  # the margin is at most 0.5 s
+        ("10", 2.0, 2.0),
+        ("1", 10.0, 0.75),  # and at most a quarter of the scraper's timeout
+        ("0.3", 10.0, 0.225),
+        ("abc", 3.0, 3.0),
+        ("0", 3.0, 3.0),
+        ("-1", 3.0, 3.0),
+        ("nan", 3.0, 3.0),
+        ("inf", 3.0, 3.0),
+    ],
+)
+def test_scrape_timeout_keeps_a_margin_below_the_scrapers(
+    header: str | None, cap: float, expected: float
+) -> None:
+    """The wait is the scraper's timeout less min(0.5 s, a quarter of it), at most the cap."""
+    assert scrape_timeout(header, cap=cap) == pytest.approx(expected)
+
+
+async def test_without_the_header_a_scrape_waits_the_whole_cap(
+    aiohttp_server, aiohttp_client
+) -> None:
+    """No X-Prometheus-Scrape-Timeout-Seconds: a fetch slower than cap - 0.5 s still succeeds."""
+    client = await _start(aiohttp_server, aiohttp_client, FakeUpstream(delay=0.6), timeout=1.0)
+    text = await (await client.get("/metrics")).text()
+    assert "sglang:request_waiting_time_count" in text
+
+
+async def test_the_header_bounds_a_new_fetch(aiohttp_server, aiohttp_client) -> None:
+    """With a 1 s scrape timeout the fetch gives up at 0.75 s: answered in time, reason timeout."""
+    client = await _start(aiohttp_server, aiohttp_client, FakeUpstream(delay=2.0), timeout=10.0)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    response = await client.get("/metrics", headers={TIMEOUT_HEADER: "1"})
+    text = await response.text()
+    assert 0.7 < loop.time() - started < 0.95
+    assert response.status == 200
+    assert 'reason="timeout"' in text
+    assert "sglang:" not in text
+
+
+async def test_a_joining_scrape_answers_within_its_own_timeout(
+    aiohttp_server, aiohttp_client, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A scrape joining a longer fetch (here /contract's, which uses the cap) leaves when its own
+    time is up: 200 with self-metrics, no engine data, counted and logged; the fetch goes on."""
+    upstream = FakeUpstream(delay=0.8)
+    client = await _start(aiohttp_server, aiohttp_client, upstream, timeout=5.0)
+    assert "sglang:" in await (await client.get("/metrics")).text()  # a previous snapshot exists
+    loop = asyncio.get_running_loop()
+    contract = asyncio.create_task(client.get("/contract"))
+    await asyncio.sleep(0.1)
+    started = loop.time()
+    with caplog.at_level(logging.WARNING, logger="metricbridge"):
+        response = await client.get("/metrics", headers={TIMEOUT_HEADER: "0.4"})
+        text = await response.text()
+    assert loop.time() - started < 0.4  # waited 0.3 s, not the fetch's remaining 0.7 s
+    assert response.status == 200
+    assert "sglang:" not in text  # the old snapshot is not served as fresh
+    assert "metricbridge_build_info{" in text
+    assert "metricbridge_scrapes_gave_up_total 1.0" in text
+    assert 'metricbridge_coalesced_scrapes_total{how="joined"} 1.0' in text
+    assert any("answered without engine data" in r.getMessage() for r in caplog.records)
+    report = await (await contract).json()
+    assert report["upstreams"][0]["up"] is True  # the shared fetch was not cancelled
+    assert upstream.requests == 2
+
+
+async def test_a_fetch_in_flight_during_a_reload_is_translated_with_the_new_rules(
+    aiohttp_server, aiohttp_client, tmp_path: Path
+) -> None:
+    """A reload while the engine is being fetched: neither that scrape nor the cached snapshot
+    (cache_ttl 5) is served with the old rules."""
+    config = tmp_path / "aliases.yaml"
+    shutil.copy(TESTS / "golden" / "alias-keeps-source-histogram" / "aliases.yaml", config)
+    upstream = FakeUpstream(delay=0.5)
+    server = await aiohttp_server(upstream.app())
+    client = await aiohttp_client(
+        bridge_app(str(server.make_url("/metrics")), cache_ttl=5, config=str(config))
+    )
+    scrape = asyncio.create_task(client.get("/metrics"))
+    await asyncio.sleep(0.2)
+    shutil.copy(TESTS / "golden" / "select-drops-selecting-label" / "aliases.yaml", config)
+    assert (await client.post("/-/reload")).status == 200
+    assert "sglang:engine_startup_time" in _names(await (await scrape).text())
+    assert "sglang:engine_startup_time" in _names(await (await client.get("/metrics")).text())
+    assert upstream.requests == 1
+
+
+async def test_a_snapshot_of_replaced_rules_is_not_reused(
+    aiohttp_server, aiohttp_client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reload landing between a fetch's end and its publication: the snapshot is not cached."""
+    upstream = FakeUpstream()
+    server = await aiohttp_server(upstream.app())
+    app = bridge_app(str(server.make_url("/metrics")), cache_ttl=60, server_info=False)
+    await aiohttp_client(app)
+    bridge = app[STATE].bridge
+    new_rules = compile_rules(load_config(None))
+    loop = asyncio.get_running_loop()
+    changed = bridge.metrics.changed
+
+    def changed_then_reload() -> None:
+        # Called in the fetch's last step: the reload runs before the task's done callbacks.
+        changed()
+        monkeypatch.setattr(bridge.metrics, "changed", changed)
+        loop.call_soon(bridge.replace_rules, new_rules)
+
+    monkeypatch.setattr(bridge.metrics, "changed", changed_then_reload)
+    first = await bridge.snapshot(2.0)
+    assert bridge.rules is new_rules
+    assert first.rules is not new_rules
+    second = await bridge.snapshot(2.0)
+    assert second.rules is new_rules
+    assert upstream.requests == 2

@@ -10,8 +10,10 @@ from __future__ import annotations
 import asyncio
 import gzip
 import logging
+import platform
 import shutil
 import socket
+import time
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,7 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families 
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 
 from conftest import FIXTURES, TESTS, promtool_check_metrics
+from metricbridge import __version__
 from metricbridge.model import Format
 from metricbridge.selfmetrics import ScrapeCounter, SelfMetrics
 from metricbridge.server import STATE
@@ -188,7 +191,9 @@ def test_self_metrics_are_written_byte_for_byte_as_prometheus_client_writes_them
     metrics = SelfMetrics()
     upstream = 'http://h:1/metrics?a="b"\\c'
     metrics.upstream_up.labels(upstream).set(1)
-    metrics.upstream_duration.labels(upstream).observe(0.0123)
+    metrics.upstream_duration.labels(upstream, "ok").observe(0.0123)
+    metrics.upstream_duration.labels(upstream, "failed").observe(2.0)
+    metrics.server_info_polled(ok=False)
     metrics.upstream_failures.labels(upstream, "timeout").inc()
     metrics.translation_duration.observe(0.002)
     metrics.samples_dropped.labels("malformed").inc(3)
@@ -198,3 +203,108 @@ def test_self_metrics_are_written_byte_for_byte_as_prometheus_client_writes_them
     assert metrics.render(Format.TEXT) == prometheus_client.generate_latest(registry)
     expected = generate_openmetrics(registry)  # type: ignore[no-untyped-call]
     assert metrics.render(Format.OPENMETRICS) + b"# EOF\n" == expected
+
+
+def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """Every sample of a text response, keyed by name and sorted labels."""
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in parse_text(text)
+        for sample in family.samples
+    }
+
+
+def _engine_counts(text: str) -> tuple[int, int]:
+    """Families and sample lines of the engine part of a text exposition."""
+    engine = text.split("# HELP metricbridge_", 1)[0].splitlines()
+    return (
+        sum(line.startswith("# TYPE ") for line in engine),
+        sum(bool(line) and not line.startswith("#") for line in engine),
+    )
+
+
+async def test_fetch_describing_self_metrics_follow_every_fetch(
+    aiohttp_server, aiohttp_client
+) -> None:
+    """Build info, body size, fetch durations by outcome, and family and sample counts: served,
+    and updated by each fetch, a failed one included."""
+    upstream = FakeUpstream()
+    server = await aiohttp_server(upstream.app())
+    client = await aiohttp_client(bridge_app(str(server.make_url("/metrics"))))
+    label = (("upstream", f"{server.host}:{server.port}/metrics"),)
+
+    async def scrape() -> tuple[str, dict[tuple[str, tuple[tuple[str, str], ...]], float]]:
+        text = await (await client.get("/metrics")).text()
+        return text, _samples(text)
+
+    def fetches(samples: dict[Any, float], outcome: str) -> float:
+        key = (
+            "metricbridge_upstream_scrape_duration_seconds_count",
+            (("outcome", outcome), *label),
+        )
+        return samples.get(key, 0.0)
+
+    text, samples = await scrape()
+    build = (("python", platform.python_version()), ("version", __version__))
+    assert samples[("metricbridge_build_info", build)] == 1.0
+    assert samples[("metricbridge_upstream_response_bytes", label)] == len(upstream.body)
+    assert fetches(samples, "ok") == 1.0
+    assert fetches(samples, "failed") == 0.0
+    families_in, samples_in = _engine_counts(upstream.body.decode())
+    families_out, samples_out = _engine_counts(text)
+    assert samples[("metricbridge_families", (("direction", "in"),))] == families_in
+    assert samples[("metricbridge_samples", (("direction", "in"),))] == samples_in
+    assert samples[("metricbridge_families", (("direction", "out"),))] == families_out
+    assert samples[("metricbridge_samples", (("direction", "out"),))] == samples_out
+
+    upstream.body = b"# TYPE g gauge\ng 1\n# TYPE h_total counter\nh_total 2\n"
+    _, samples = await scrape()
+    assert samples[("metricbridge_upstream_response_bytes", label)] == len(upstream.body)
+    assert fetches(samples, "ok") == 2.0
+    assert samples[("metricbridge_families", (("direction", "in"),))] == 2
+    assert samples[("metricbridge_samples", (("direction", "in"),))] == 2
+
+    upstream.status = 500
+    _, samples = await scrape()
+    assert fetches(samples, "ok") == 2.0
+    assert fetches(samples, "failed") == 1.0
+    assert samples[("metricbridge_families", (("direction", "in"),))] == 0
+    assert samples[("metricbridge_upstream_response_bytes", label)] == len(upstream.body)
+
+
+async def test_reload_success_timestamp_is_served_and_moves(
+    aiohttp_server, aiohttp_client, tmp_path: Path
+) -> None:
+    """The start-up load sets the timestamp, a good reload moves it, a rejected one does not."""
+    config = tmp_path / "aliases.yaml"
+    shutil.copy(TESTS / "golden" / "alias-keeps-source-histogram" / "aliases.yaml", config)
+    before = time.time()
+    _, client = await _client(aiohttp_server, aiohttp_client, config=str(config))
+    key = ("metricbridge_config_last_reload_success_timestamp_seconds", ())
+
+    async def stamp() -> float:
+        return _samples(await (await client.get("/metrics")).text())[key]
+
+    started = await stamp()
+    assert before <= started <= time.time()
+    await asyncio.sleep(0.05)
+    before_reload = time.time()
+    assert (await client.post("/-/reload")).status == 200
+    reloaded = await stamp()
+    assert before_reload <= reloaded <= time.time()
+    shutil.copy(TESTS / "config_invalid" / "bad_regex.yaml", config)
+    assert (await client.post("/-/reload")).status == 500
+    assert await stamp() == reloaded
+
+
+async def test_server_info_up_is_absent_when_polling_is_off(aiohttp_server, aiohttp_client) -> None:
+    """--no-server-info: no metricbridge_server_info_up at all (a 0 would read as a failure)."""
+    server = await aiohttp_server(FakeUpstream().app())
+    app = bridge_app(str(server.make_url("/metrics")), server_info=False)
+    client = await aiohttp_client(app)
+    await asyncio.sleep(0.1)
+    for _ in range(2):
+        text = await (await client.get("/metrics")).text()
+        assert "metricbridge_server_info_up" not in text
+        assert "metricbridge_upstream_up{" in text
+    assert app[STATE].metrics.registry.get_sample_value("metricbridge_server_info_up") is None

@@ -84,6 +84,15 @@ async def test_failing_upstream_yields_self_metrics_and_reason(
     }
     assert failures == {reason: 1.0}
     assert any(reason in record.getMessage() for record in caplog.records)
+    durations = {
+        (s.name.rsplit("_", 1)[1], s.labels["outcome"]): s.value
+        for s in families["metricbridge_upstream_scrape_duration_seconds"].samples
+        if not s.name.endswith("_bucket")
+    }
+    assert durations[("count", "failed")] == 1.0  # failed fetches take time too
+    assert ("count", "ok") not in durations
+    if reason == "timeout":
+        assert durations[("sum", "failed")] >= 0.5
 
 
 async def test_refused_connection(aiohttp_client: Any) -> None:
@@ -157,3 +166,43 @@ async def test_empty_body_is_an_upstream_with_no_families(
     assert [
         s.value for f in parse_text(text) if f.name == "metricbridge_upstream_up" for s in f.samples
     ] == [1.0]
+
+
+async def test_each_new_failure_reason_is_a_warning_and_repeats_are_debug(
+    aiohttp_server: Any, aiohttp_client: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """http_status, again, content_type, malformed, again, up, http_status: every change of
+    reason is logged at WARNING, a repeat of the same reason only at DEBUG."""
+    upstream = FakeUpstream()
+    server = await aiohttp_server(upstream.app())
+    client = await aiohttp_client(bridge_app(str(server.make_url("/metrics"))))
+    good = upstream.body
+    steps: list[dict[str, Any]] = [
+        {"status": 500},
+        {"status": 500},
+        {"status": 200, "content_type": "text/html"},
+        {"content_type": "text/plain; version=0.0.4", "body": b"# TYPE g gauge\ng 1"},
+        {},
+        {"body": good},
+        {"status": 500},
+    ]
+    with caplog.at_level(logging.DEBUG, logger="metricbridge.bridge"):
+        for step in steps:
+            for name, value in step.items():
+                setattr(upstream, name, value)
+            await _scrape(client)
+    logged = [
+        (record.levelname, record.getMessage().split(": ", 1)[1].split(":", 1)[0])
+        for record in caplog.records
+        if record.name == "metricbridge.bridge" and "fail" in record.getMessage()
+    ]
+    assert logged == [
+        ("WARNING", "http_status"),
+        ("DEBUG", "http_status"),
+        ("WARNING", "content_type"),
+        ("WARNING", "malformed"),
+        ("DEBUG", "malformed"),
+        ("WARNING", "http_status"),
+    ]
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("malformed" in m and "(was failing with content_type)" in m for m in warnings)

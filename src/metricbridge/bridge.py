@@ -3,7 +3,8 @@
 Concurrent scrapes join the fetch already in flight (single flight), and a finished fetch is
 reused for ``cache_ttl`` seconds, so fifty scrapers cost one upstream request. Nothing older
 than the latest completed fetch is ever served; when every upstream fails, the engine part of
-the response is empty and ``metricbridge_upstream_up`` says why.
+the response is empty and ``metricbridge_upstream_up`` says why. Each caller waits at most its
+own timeout: one whose time runs out while the shared fetch goes on gets no engine data.
 """
 
 from __future__ import annotations
@@ -11,18 +12,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal, overload
 
 import aiohttp
 
 from metricbridge.errors import ExpositionError, UpstreamError
 from metricbridge.exposition_reader import Exposition, read_exposition
 from metricbridge.exposition_writer import write_pieces
+from metricbridge.gzip_framing import OpenGzip, open_gzip
 from metricbridge.model import AnyFamily, Format
 from metricbridge.rules import CompiledRules
-from metricbridge.scrape import Upstream, fetch
+from metricbridge.scrape import Fetched, Upstream, fetch
 from metricbridge.selfmetrics import SelfMetrics
 from metricbridge.translate import RowState, SynthState, Translation, sample_count, translate
 
@@ -41,13 +43,22 @@ class FetchSettings:
 
 @dataclass(frozen=True, slots=True)
 class UpstreamResult:
-    """What one upstream fetch came to."""
+    """What one upstream fetch came to (for /contract)."""
 
     upstream: Upstream
     ok: bool
     reason: str = ""
     message: str = ""
     size: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Attempt:
+    """One upstream's HTTP fetch, not yet read: reading needs the rules in force at the end."""
+
+    upstream: Upstream
+    outcome: Fetched | UpstreamError
+    duration: float
 
 
 @dataclass(slots=True)
@@ -58,26 +69,29 @@ class Snapshot:
     results: tuple[UpstreamResult, ...]
     translation: Translation | None
     gzip_level: int
-    _renders: dict[tuple[Format, bool], tuple[bytes, ...]] = field(default_factory=dict)
+    rules: CompiledRules  # the rules it was translated with: a reload makes it unservable
+    _renders: dict[tuple[Format, bool], tuple[bytes, ...] | OpenGzip] = field(default_factory=dict)
 
-    def engine_part(self, fmt: Format, *, compressed: bool) -> tuple[bytes, ...]:
+    @overload
+    def engine_part(self, fmt: Format, *, compressed: Literal[False]) -> tuple[bytes, ...]: ...
+    @overload
+    def engine_part(self, fmt: Format, *, compressed: Literal[True]) -> OpenGzip: ...
+    def engine_part(self, fmt: Format, *, compressed: bool) -> tuple[bytes, ...] | OpenGzip:
         """The translated families (no ``# EOF``) in pieces, rendered once per format and encoding.
 
-        Only the encodings asked for are kept: Prometheus asks for gzip, and memoising the
-        plain render on the way would hold a second copy of the payload for nobody. Pieces,
-        not one buffer: see ``write_pieces``.
+        Compressed, it is the start of a gzip member that each response closes with its own
+        self-metrics (``close_gzip``): one member per response, as ``curl --compressed`` needs,
+        while the bulk is still compressed once per fetch. Only the encodings asked for are
+        kept: Prometheus asks for gzip, and memoising the plain render on the way would hold a
+        second copy of the payload for nobody. Pieces, not one buffer: see ``write_pieces``.
         """
         key = (fmt, compressed)
         part = self._renders.get(key)
         if part is None:
             families = self.translation.families if self.translation else ()
             pieces = write_pieces(families, fmt)
-            if compressed:
-                # One gzip member across the pieces (wbits 31: the gzip container).
-                packer = zlib.compressobj(self.gzip_level, zlib.DEFLATED, 31)
-                pieces = [packer.compress(piece) for piece in pieces]
-                pieces.append(packer.flush())
-            part = self._renders[key] = tuple(piece for piece in pieces if piece)
+            part = open_gzip(pieces, self.gzip_level) if compressed else tuple(pieces)
+            self._renders[key] = part
         return part
 
 
@@ -99,7 +113,10 @@ class Bridge:
         self.settings = settings
         self._latest: Snapshot | None = None
         self._inflight: asyncio.Task[Snapshot] | None = None
-        self._was_up: dict[str, bool] = {}
+        self._inflight_since = self._inflight_timeout = 0.0
+        self._fetches = 0  # numbers the fetches, so one left behind is warned about once
+        self._warned_fetch = 0
+        self._status: dict[str, str] = {}  # upstream label -> failure reason, "" when up
         self.state = SynthState()  # rates and idleness carried from fetch to fetch
         self.server_info: dict[str, object] | None = None  # kept fresh by a background poller
 
@@ -110,27 +127,70 @@ class Bridge:
         self.state = SynthState()
 
     async def snapshot(self, timeout: float) -> Snapshot:
-        """The latest snapshot if fresh, else the one being fetched, else a new fetch."""
+        """The latest snapshot if fresh, else the one being fetched, else a new fetch.
+
+        The caller waits at most ``timeout`` seconds. A new fetch is bounded by it, but a fetch
+        in flight may have been started with a longer one (the heartbeat, /contract, a scraper
+        with a longer timeout): a caller whose time runs out first gets a snapshot with no
+        engine data, and the fetch goes on for the others.
+        """
         loop = asyncio.get_running_loop()
         latest = self._latest
         if latest is not None and loop.time() - latest.finished_at <= self.settings.cache_ttl:
             self.metrics.coalesced.inc("cached")
             return latest
-        if self._inflight is None:
+        inflight = self._inflight
+        if inflight is None:
             # The stale snapshot will never be served again; let its renders go before the new
             # payload arrives, so a 10 MB engine is not held twice.
             self._latest = None
-            self._inflight = loop.create_task(self._collect(timeout))
-            self._inflight.add_done_callback(self._clear_inflight)
-        else:
-            self.metrics.coalesced.inc("joined")
-        # shield: a scraper that gives up must not cancel the fetch other scrapers share.
-        return await asyncio.shield(self._inflight)
+            inflight = self._inflight = loop.create_task(self._collect(timeout))
+            inflight.add_done_callback(self._clear_inflight)
+            self._fetches += 1
+            self._inflight_since, self._inflight_timeout = loop.time(), timeout
+            # shield: a scraper that disconnects must not cancel the fetch others have joined.
+            return await asyncio.shield(inflight)
+        self.metrics.coalesced.inc("joined")
+        # asyncio.wait, unlike wait_for, never cancels what it waits for: others share it.
+        done, _ = await asyncio.wait((inflight,), timeout=timeout)
+        if not done:
+            return self._left_behind(timeout)
+        return inflight.result()
+
+    def _left_behind(self, timeout: float) -> Snapshot:
+        """For a caller whose time ran out before the fetch in flight: no engine data.
+
+        The previous snapshot is no answer: it was dropped as stale when this fetch began.
+        """
+        loop = asyncio.get_running_loop()
+        self.metrics.gave_up.inc()
+        self.metrics.changed()  # the response about to be rendered must count itself
+        # One warning per fetch left behind; fifty scrapers giving up on it are one event.
+        level = logging.DEBUG if self._warned_fetch == self._fetches else logging.WARNING
+        self._warned_fetch = self._fetches
+        log.log(
+            level,
+            "answered without engine data: the request's %.3gs wait ran out while the upstream "
+            "fetch it joined was still running (%.3gs so far, its own timeout %.3gs)",
+            timeout,
+            loop.time() - self._inflight_since,
+            self._inflight_timeout,
+        )
+        message = f"the fetch in flight did not finish within this request's {timeout:.3g}s"
+        results = tuple(
+            UpstreamResult(upstream, ok=False, reason="gave_up", message=message)
+            for upstream in self.upstreams
+        )
+        return Snapshot(loop.time(), results, None, self.settings.gzip_level, self.rules)
 
     def _clear_inflight(self, task: asyncio.Task[Snapshot]) -> None:
         self._inflight = None
         if not task.cancelled() and task.exception() is None:
-            self._latest = task.result()
+            snapshot = task.result()
+            # A reload can run between the fetch's last step and this callback; a snapshot of
+            # the old rules must not be reused for cache_ttl after the reload said it was done.
+            if snapshot.rules is self.rules:
+                self._latest = snapshot
 
     async def _collect(self, timeout: float) -> Snapshot:
         try:
@@ -141,9 +201,12 @@ class Bridge:
             self.metrics.changed()
 
     async def _fetch_and_translate(self, timeout: float) -> Snapshot:
+        attempts = await asyncio.gather(*(self._fetch_one(u, timeout) for u in self.upstreams))
+        # Nothing below awaits, so no reload can interleave: the rules read now are the ones in
+        # force when the snapshot is published, and a reload while the engine was being fetched
+        # applies to this fetch instead of being overtaken by it.
         rules = self.rules
-        fetches = [self._fetch_one(upstream, timeout) for upstream in self.upstreams]
-        outcomes = await asyncio.gather(*fetches)
+        outcomes = [self._read(attempt, rules) for attempt in attempts]
         results = tuple(result for result, _ in outcomes)
         translation = None
         loop = asyncio.get_running_loop()
@@ -160,11 +223,11 @@ class Bridge:
             # Nothing observed: idleness must be re-established, and no rate may span a gap in
             # which the engine could have restarted unseen. Nothing of the engine is served.
             self.state = SynthState()
-            self._account_nothing_served()
+            self._account_nothing_served(rules)
         self.metrics.idle_state(
             self.state.idle, translation.zeroed if translation else (), loop.time()
         )
-        return Snapshot(loop.time(), results, translation, self.settings.gzip_level)
+        return Snapshot(loop.time(), results, translation, self.settings.gzip_level, rules)
 
     def age(self) -> float | None:
         """Seconds since the latest fetch finished, or None before the first."""
@@ -172,44 +235,63 @@ class Bridge:
             return None
         return asyncio.get_running_loop().time() - self._latest.finished_at
 
-    async def _fetch_one(
-        self, upstream: Upstream, timeout: float
-    ) -> tuple[UpstreamResult, list[AnyFamily]]:
-        metrics = self.metrics
+    async def _fetch_one(self, upstream: Upstream, timeout: float) -> _Attempt:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        outcome: Fetched | UpstreamError
         try:
-            fetched = await fetch(
+            outcome = await fetch(
                 self.session, upstream, timeout=timeout, max_bytes=self.settings.max_bytes
             )
-            metrics.upstream_duration.labels(upstream.label).observe(fetched.duration)
-            # A server with no metric families yet (a cold EPD encoder) answers 200 with no body.
-            exposition = (
-                read_exposition(fetched.body, fetched.format, self.rules.validation)
-                if fetched.body
-                else Exposition([], [], fetched.format)
-            )
+        except UpstreamError as exc:
+            outcome = exc
+        return _Attempt(upstream, outcome, loop.time() - started)
+
+    def _read(
+        self, attempt: _Attempt, rules: CompiledRules
+    ) -> tuple[UpstreamResult, list[AnyFamily]]:
+        """Read one fetched body and record what the attempt came to."""
+        upstream, metrics = attempt.upstream, self.metrics
+        try:
+            exposition, size = _parse(attempt.outcome, rules)
         except (UpstreamError, ExpositionError) as exc:
             reason = exc.reason if isinstance(exc, UpstreamError) else "malformed"
+            metrics.upstream_duration.labels(upstream.label, "failed").observe(attempt.duration)
             metrics.upstream_failures.labels(upstream.label, reason).inc()
             metrics.upstream_up.labels(upstream.label).set(0)
-            self._note_state(upstream, up=False, detail=f"{reason}: {exc}")
+            self._note_state(upstream, reason, f"{reason}: {exc}")
             return UpstreamResult(upstream, ok=False, reason=reason, message=str(exc)), []
         for problem in exposition.problems:
             log.warning("upstream %s: dropped a family: %s", upstream.label, problem)
+        metrics.upstream_duration.labels(upstream.label, "ok").observe(attempt.duration)
         metrics.exposition_problems.inc(len(exposition.problems))
         metrics.upstream_up.labels(upstream.label).set(1)
-        metrics.upstream_bytes.labels(upstream.label).set(len(fetched.body))
-        self._note_state(upstream, up=True, detail="")
-        return UpstreamResult(upstream, ok=True, size=len(fetched.body)), exposition.families
+        metrics.upstream_bytes.labels(upstream.label).set(size)
+        self._note_state(upstream, "", "")
+        return UpstreamResult(upstream, ok=True, size=size), exposition.families
 
-    def _note_state(self, upstream: Upstream, *, up: bool, detail: str) -> None:
-        """Log transitions loudly and repeats quietly, so a dead engine does not flood the log."""
-        was = self._was_up.get(upstream.label)
-        self._was_up[upstream.label] = up
-        if up and was is False:
-            log.info("upstream %s is back", upstream.label)
-        elif not up:
-            level = logging.WARNING if was is not False else logging.DEBUG
-            log.log(level, "upstream %s fetch failed: %s", upstream.label, detail)
+    def _note_state(self, upstream: Upstream, reason: str, detail: str) -> None:
+        """Log changes of an upstream's state loudly and repeats quietly; ``reason`` "" is up.
+
+        A dead engine must not flood the log, but a new way of failing (a timeout, then HTTP
+        500) is news.
+        """
+        previous = self._status.get(upstream.label)  # None before the first fetch
+        self._status[upstream.label] = reason
+        if not reason:
+            if previous:
+                log.info("upstream %s is back", upstream.label)
+        elif reason == previous:
+            log.debug("upstream %s still failing: %s", upstream.label, detail)
+        elif previous:
+            log.warning(
+                "upstream %s fetch failed: %s (was failing with %s)",
+                upstream.label,
+                detail,
+                previous,
+            )
+        else:
+            log.warning("upstream %s fetch failed: %s", upstream.label, detail)
 
     def _merge(self, per_upstream: list[list[AnyFamily]]) -> list[AnyFamily]:
         """Concatenate upstream families; a name served by two upstreams keeps the first."""
@@ -236,13 +318,13 @@ class Bridge:
                 merged.append(family)
         return merged
 
-    def _account_nothing_served(self) -> None:
+    def _account_nothing_served(self, rules: CompiledRules) -> None:
         metrics = self.metrics
         for direction in ("in", "out"):
             metrics.families.labels(direction).set(0)
             metrics.samples.labels(direction).set(0)
         metrics.warm_zero_series.set(0)
-        rows = len(self.rules.rows)
+        rows = len(rules.rows)
         for state in RowState:
             metrics.contract_rows.labels(state.value).set(rows if state is RowState.MISSING else 0)
 
@@ -263,3 +345,13 @@ class Bridge:
         for state, count in states.items():
             metrics.contract_rows.labels(state.value).set(count)
         metrics.warm_zero_series.set(translation.warm_zero_series)
+
+
+def _parse(outcome: Fetched | UpstreamError, rules: CompiledRules) -> tuple[Exposition, int]:
+    """The exposition of a fetched body and the body's size; raises what the fetch came to."""
+    if isinstance(outcome, UpstreamError):
+        raise outcome
+    if not outcome.body:
+        # A server with no metric families yet (a cold EPD encoder) answers 200 with no body.
+        return Exposition([], [], outcome.format), 0
+    return read_exposition(outcome.body, outcome.format, rules.validation), len(outcome.body)

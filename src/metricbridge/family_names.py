@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 
-from metricbridge.model import Format, MetricType, sample_base
+from metricbridge.model import TYPE_SUFFIXES, Format, MetricType, sample_base
 from metricbridge.sample_line import legacy_name
 
 TEXT_TYPES = {"untyped": MetricType.UNKNOWN} | {t.value: t for t in MetricType}
@@ -29,16 +29,6 @@ def allowed_suffixes(
     return declared, declared, suffixes
 
 
-# Sample-name suffixes per type, in either wire format.
-_SAMPLE_SUFFIXES = {
-    MetricType.COUNTER: ("_total", "_created"),
-    MetricType.HISTOGRAM: ("_bucket", "_sum", "_count", "_created"),
-    MetricType.GAUGEHISTOGRAM: ("_bucket", "_gsum", "_gcount"),
-    MetricType.SUMMARY: ("_sum", "_count", "_created"),
-    MetricType.INFO: ("_info",),
-}
-
-
 @functools.lru_cache(maxsize=4096)
 def wire_names(name: str, mtype: MetricType, fmt: Format) -> frozenset[str]:
     """Every name a family takes on the wire: its own, its OpenMetrics name, its sample names.
@@ -50,7 +40,7 @@ def wire_names(name: str, mtype: MetricType, fmt: Format) -> frozenset[str]:
     histogram after reading, so it is not claimed there.
     """
     base = sample_base(name, mtype)
-    suffixes = _SAMPLE_SUFFIXES.get(mtype, ())
+    suffixes = TYPE_SUFFIXES[mtype]
     if fmt is Format.TEXT:
         suffixes = tuple(suffix for suffix in suffixes if suffix != "_created")
         if mtype is MetricType.GAUGEHISTOGRAM:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from metricbridge.model import Format
 
 OPENMETRICS_TYPE = (
@@ -55,13 +57,18 @@ def accepts_gzip(accept_encoding: str | None) -> bool:
 
 
 def scrape_timeout(header: str | None, *, cap: float, offset: float = 0.5) -> float:
-    """Upstream timeout: the scraper's own timeout less ``offset``, never above ``cap``.
+    """How long a scrape may wait for the engine: its scraper's timeout less a margin, <= ``cap``.
 
-    Prometheus sends X-Prometheus-Scrape-Timeout-Seconds; answering with self-metrics and
-    upstream_up 0 before it gives up beats a scrape that fails outright.
+    Prometheus sends X-Prometheus-Scrape-Timeout-Seconds and drops the whole scrape, self-metrics
+    included, if the answer comes later; the margin leaves time to render and send one with
+    upstream_up 0 instead. It is a quarter of the scraper's timeout, at most ``offset``: a fixed
+    0.5 s would leave nothing of a 0.5 s timeout, and no margin at all would lose the race.
+    Without the header (or with one that is not a positive number) the wait is ``cap`` itself.
     """
     try:
-        scraper = float(header) if header else cap
+        scraper = float(header) if header else math.inf
     except ValueError:
-        scraper = cap
-    return max(0.05, min(cap, scraper - offset if scraper > offset else scraper))
+        scraper = math.inf
+    if not 0 < scraper < math.inf:  # also rejects NaN
+        return cap
+    return min(cap, scraper - min(offset, scraper / 4))

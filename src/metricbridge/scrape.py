@@ -54,11 +54,10 @@ def parse_upstream(spec: str) -> Upstream:
 
 @dataclass(frozen=True, slots=True)
 class Fetched:
-    """A successful fetch."""
+    """A successful fetch (the caller times it: failures take time too)."""
 
     body: bytes
     format: Format
-    duration: float
 
 
 def _format_of(content_type: str) -> Format:
@@ -74,8 +73,6 @@ async def fetch(
     session: aiohttp.ClientSession, upstream: Upstream, *, timeout: float, max_bytes: int
 ) -> Fetched:
     """GET the upstream's exposition; raise ``UpstreamError`` with a reason label on any failure."""
-    loop = asyncio.get_running_loop()
-    started = loop.time()
     try:
         async with asyncio.timeout(timeout):
             async with session.get(
@@ -108,7 +105,7 @@ async def fetch(
         raise UpstreamError("truncated", f"body ended early: {exc}") from None
     except aiohttp.ClientError as exc:
         raise UpstreamError("http", f"{type(exc).__name__}: {exc}") from None
-    return Fetched(body, fmt, loop.time() - started)
+    return Fetched(body, fmt)
 
 
 async def _read_capped(response: aiohttp.ClientResponse, max_bytes: int) -> bytes:

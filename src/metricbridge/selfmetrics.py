@@ -6,15 +6,15 @@ Two kinds, because every /metrics response carries them and rendering the whole 
 - Per-scrape counters (``metricbridge_scrapes_total``, ``metricbridge_coalesced_scrapes_total``)
   change on every request. They are ``ScrapeCounter``s, written by hand in microseconds for
   each response, so they always include the scrape that is being answered.
-- Everything else describes the latest upstream fetch, the config or the /server_info poller, and
-  changes only when one of those happens. It is rendered once per ``generation``: whoever
-  updates these metrics calls ``changed()`` afterwards (the bridge at the end of each fetch, the
+- Everything else describes the latest upstream fetch, the config or the /server_info poller
+  (or counts the rare requests that gave up waiting for a fetch), and changes only when one of
+  those happens. It is rendered once per ``generation``: whoever updates these metrics calls
+  ``changed()`` afterwards (the bridge at the end of each fetch and when a request gives up, the
   reloader, the poller), and the next response renders them afresh.
 """
 
 from __future__ import annotations
 
-import gzip
 import platform
 from collections.abc import Iterator
 
@@ -26,6 +26,7 @@ from prometheus_client.utils import floatToGoString
 
 from metricbridge import __version__
 from metricbridge.exposition_writer import label_set, write_header
+from metricbridge.gzip_framing import gzip_member
 from metricbridge.idle import IdleState
 from metricbridge.model import FamilyMeta, Format, MetricType
 from metricbridge.numbers import format_value
@@ -132,6 +133,12 @@ class SelfMetrics:
         )
         self.registry.register(self.scrapes)
         self.registry.register(self.coalesced)
+        self.gave_up = Counter(
+            "metricbridge_scrapes_gave_up_total",
+            "Requests whose own timeout ran out while the upstream fetch they joined was still "
+            "running; they were answered without engine data.",
+            registry=registry,
+        )
         self.upstream_up = Gauge(
             "metricbridge_upstream_up",
             "1 if the last fetch of the upstream succeeded.",
@@ -140,8 +147,8 @@ class SelfMetrics:
         )
         self.upstream_duration = Histogram(
             "metricbridge_upstream_scrape_duration_seconds",
-            "Duration of upstream fetches.",
-            ["upstream"],
+            "Duration of every upstream fetch, by outcome (ok, or failed for any failure reason).",
+            ["upstream", "outcome"],
             buckets=_FETCH_BUCKETS,
             registry=registry,
         )
@@ -223,10 +230,12 @@ class SelfMetrics:
             ["family"],
             registry=registry,
         )
+        # Registered by the first poll: with polling off (--no-server-info), a 0 here would
+        # read as a failing engine, and before the first poll ends there is nothing to say.
         self.server_info_up = Gauge(
             "metricbridge_server_info_up",
             "1 if the last fetch of the engine's /server_info succeeded.",
-            registry=registry,
+            registry=None,
         )
         build = Gauge(
             "metricbridge_build_info",
@@ -251,6 +260,8 @@ class SelfMetrics:
     def server_info_polled(self, *, ok: bool) -> None:
         """Record a /server_info poll; a poll that changes nothing keeps the cached render."""
         if ok is not self._server_info_ok:
+            if self._server_info_ok is None:
+                self._settled.register(self.server_info_up)
             self._server_info_ok = ok
             self.server_info_up.set(1 if ok else 0)
             self.changed()
@@ -277,15 +288,16 @@ class SelfMetrics:
     def render_settled(self, fmt: Format, *, gzip_level: int | None = None) -> bytes:
         """Every family but the per-scrape counters, ending a response (OpenMetrics: ``# EOF``).
 
-        Rendered once per format, encoding and ``generation``; ``gzip_level`` makes it one gzip
-        member, to follow the engine's member in a gzip response (RFC 1952 §2.2).
+        Rendered once per format, encoding and ``generation``; ``gzip_level`` makes it a gzip
+        member whose deflate blocks end every gzip response (``close_gzip``), so they are
+        compressed once per generation, not once per response.
         """
         key = (fmt, gzip_level is not None)
         rendered = self._rendered.get(key)
         if rendered is None:
             rendered = _generate(self._settled, fmt) + (_EOF if fmt is Format.OPENMETRICS else b"")
             if gzip_level is not None:
-                rendered = gzip.compress(rendered, gzip_level)
+                rendered = gzip_member(rendered, gzip_level)
             self._rendered[key] = rendered
         return rendered
 

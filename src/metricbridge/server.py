@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import gzip
 import json
 import logging
 import os
@@ -22,7 +21,9 @@ from metricbridge.bridge import Bridge, FetchSettings, Snapshot
 from metricbridge.config import Config, load_config
 from metricbridge.errors import ConfigError
 from metricbridge.exposition_writer import PIECE_SIZE, write_exposition
+from metricbridge.gzip_framing import close_gzip, gzip_member
 from metricbridge.model import Format
+from metricbridge.name_filter import select_samples
 from metricbridge.negotiation import accepts_gzip, choose_format, content_type, scrape_timeout
 from metricbridge.report import contract_report
 from metricbridge.rules import compile_rules
@@ -128,14 +129,19 @@ def _body(
     """The whole response in three parts, none of them copied or joined per scrape.
 
     The engine part is rendered once per fetch and the bridge's settled self-metrics once per
-    change of theirs; only the per-scrape counters are written for this response. With gzip each
-    part is its own member: members in a row form one valid gzip stream (RFC 1952 §2.2).
+    change of theirs; only the per-scrape counters are written for this response. With gzip the
+    three are still one gzip member: several members in a row are valid (RFC 1952 §2.2), but
+    ``curl --compressed`` stops after the first one, without a word.
     """
     counters = metrics.render_scrape_counters(fmt)
-    return (
-        *snapshot.engine_part(fmt, compressed=gzip_level is not None),
-        counters if gzip_level is None else gzip.compress(counters, gzip_level),
-        metrics.render_settled(fmt, gzip_level=gzip_level),  # ends with # EOF in OpenMetrics
+    settled = metrics.render_settled(fmt)  # ends with # EOF in OpenMetrics
+    if gzip_level is None:
+        return (*snapshot.engine_part(fmt, compressed=False), counters, settled)
+    return close_gzip(
+        snapshot.engine_part(fmt, compressed=True),
+        counters,
+        settled,
+        metrics.render_settled(fmt, gzip_level=gzip_level),
     )
 
 
@@ -144,11 +150,15 @@ def _filtered_body(
 ) -> tuple[Part, ...]:
     """A ``name[]`` response: rare and small, so rendered from scratch every time."""
     families = snapshot.translation.families if snapshot.translation else ()
-    engine = write_exposition([f for f in families if _wanted(f.name, names)], fmt)
-    own = metrics.render(fmt, names)
+    engine, problems = select_samples(families, names)
+    for problem in problems:
+        # The unfiltered response serves the family's bytes as they came, so the engine's
+        # problem stays visible there.
+        log.warning("name[]: family left out: %s", problem)
+    own = metrics.render(fmt, names)  # prometheus_client's RestrictedRegistry: the same rule
     eof = b"# EOF\n" if fmt is Format.OPENMETRICS else b""
-    body = engine.removesuffix(b"# EOF\n") + own + eof
-    return (body if gzip_level is None else gzip.compress(body, gzip_level),)
+    body = write_exposition(engine, fmt).removesuffix(b"# EOF\n") + own + eof
+    return (body if gzip_level is None else gzip_member(body, gzip_level),)
 
 
 async def _send(
@@ -180,15 +190,6 @@ async def _send(
         # one): nobody is left to answer, and it is not the bridge's error.
         log.debug("scraper disconnected during the response")
     return response
-
-
-def _wanted(family: str, names: set[str]) -> bool:
-    """prometheus_client's name[] semantics: a family matches by its name or a sample name."""
-    base = family.removesuffix("_total")
-    return family in names or any(
-        base + suffix in names
-        for suffix in ("", "_total", "_created", "_bucket", "_sum", "_count", "_info")
-    )
 
 
 async def handle_healthy(_: web.Request) -> web.Response:

@@ -1,0 +1,67 @@
+"""``?name[]=`` filtering of translated families, with prometheus_client's semantics."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from metricbridge.errors import ExpositionError
+from metricbridge.model import TYPE_SUFFIXES, AnyFamily, Family, RawFamily, Sample, sample_base
+from metricbridge.sample_line import LineError, parse_sample
+
+
+def select_samples(
+    families: Iterable[AnyFamily], names: set[str]
+) -> tuple[list[Family], list[ExpositionError]]:
+    """The samples whose sample names are in ``names``, in their families; none left, no family.
+
+    ``name[]`` lists sample names, as in prometheus_client (its ``RestrictedRegistry``): so
+    ``x_count`` is a histogram's counts alone, and ``x`` itself selects nothing. A raw family
+    with a line that does not parse cannot be filtered and is left out, reported.
+    """
+    # A raw family's lines start with their sample name and then "{" or its one space (the
+    # reader checked), so these prefixes pick out exactly the lines of the samples named, and
+    # only those are parsed: x_count is one line in 43 of a 41-bucket histogram.
+    prefixes = tuple(name + end for name in names for end in ("{", " "))
+    selected: list[Family] = []
+    problems: list[ExpositionError] = []
+    for family in families:
+        if isinstance(family, Family):
+            samples = tuple(sample for sample in family.samples if sample.name in names)
+        elif not _may_hold(family, names):
+            continue
+        else:
+            try:
+                samples = _picked(family, prefixes)
+            except ExpositionError as exc:
+                problems.append(exc)
+                continue
+        if samples:
+            selected.append(Family(family.meta, samples))
+    return selected, problems
+
+
+def _picked(family: RawFamily, prefixes: tuple[str, ...]) -> tuple[Sample, ...]:
+    # Not parse_family: its cache of last parses would keep these samples for good, for a
+    # request that is rare.
+    picked: list[Sample] = []
+    for number, line in enumerate(str(family.body, "utf-8").split("\n"), family.first_line):
+        if line.startswith(prefixes):
+            try:
+                picked.append(parse_sample(line, family.source_format))
+            except LineError as exc:
+                raise ExpositionError(str(exc), line=number, family=family.name) from None
+    return tuple(picked)
+
+
+def _may_hold(family: RawFamily, names: set[str]) -> bool:
+    """Whether ``names`` holds a name the family's samples could have: a cheap test by name.
+
+    A raw family only ever holds lines that start with its sample base and a suffix its type
+    allows (the reader checked), so one that fails here has no sample named in ``names`` and
+    its body is never decoded. Passing is not matching: the caller still picks sample by sample.
+    """
+    base = sample_base(family.name, family.meta.type)
+    # The name itself too: a text-format counter declared without _total names its samples so.
+    return family.name in names or any(
+        base + suffix in names for suffix in TYPE_SUFFIXES[family.meta.type]
+    )
