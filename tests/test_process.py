@@ -1,10 +1,15 @@
-"""The real process: SIGTERM drains an in-flight scrape and exits 0; SIGHUP reloads the config."""
+"""The real process: SIGTERM drains an in-flight scrape and exits 0; SIGHUP reloads the config.
+
+Also how it starts: refusals with exit 2 and one line, never a traceback.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
+import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,12 +23,15 @@ from service_helpers import FakeUpstream
 pytestmark = pytest.mark.slow
 
 
-async def _start_bridge(upstream_url: str, *extra: str) -> tuple[asyncio.subprocess.Process, str]:
+async def _start_bridge(
+    upstream_url: str, *extra: str, env_extra: dict[str, str] | None = None
+) -> tuple[asyncio.subprocess.Process, str]:
     port = free_port()
     env = {
         **os.environ,
         "METRICBRIDGE_UPSTREAM": upstream_url,
         "METRICBRIDGE_LISTEN": f"127.0.0.1:{port}",
+        **(env_extra or {}),
     }
     process = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -121,3 +129,51 @@ async def test_bad_flags_and_config_exit_2(tmp_path: Path) -> None:
         _, err = await process.communicate()
         assert process.returncode == 2, args
         assert message in err.decode(), err.decode()
+
+
+async def test_listen_port_in_use_exits_2_before_claiming_to_serve() -> None:
+    """No OSError traceback, and no "serving on" for an address never bound."""
+    port = free_port()
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", port))
+        taken.listen()
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "metricbridge",
+            "--upstream",
+            ":30000",
+            "--listen",
+            f"127.0.0.1:{port}",
+            stderr=asyncio.subprocess.PIPE,
+        )
+        _, err = await asyncio.wait_for(process.communicate(), 20)
+    assert process.returncode == 2
+    assert err.decode() == (
+        f"metricbridge: cannot listen on 127.0.0.1:{port}: address already in use\n"
+    )
+
+
+async def test_colon_port_upstream_and_variables_in_a_real_process(aiohttp_server: Any) -> None:
+    """`--upstream :PORT` scrapes 127.0.0.1:PORT/metrics (the fake serves nothing else);
+    METRICBRIDGE_LOG_FORMAT=JSON gives JSON logs, and "serving on" names the bound address."""
+    server = await aiohttp_server(FakeUpstream().app(), host="127.0.0.1")
+    env = {"METRICBRIDGE_LOG_FORMAT": "JSON", "METRICBRIDGE_NO_SERVER_INFO": "yes"}
+    process, base = await _start_bridge("", "--upstream", f":{server.port}", env_extra=env)
+    try:
+        async with aiohttp.ClientSession() as session, session.get(f"{base}/metrics") as response:
+            text = await response.text()
+        assert "sglang:request_waiting_time_count" in text
+        assert f'metricbridge_upstream_up{{upstream="127.0.0.1:{server.port}/metrics"}} 1' in text
+        assert "metricbridge_server_info_up" not in text  # /server_info is not polled
+    finally:
+        process.terminate()
+        assert await asyncio.wait_for(process.wait(), 20) == 0
+    assert process.stderr is not None
+    lines = (await process.stderr.read()).decode().splitlines()
+    messages = [json.loads(line)["msg"] for line in lines]  # every line is a JSON object
+    assert messages[0] == (
+        f"serving on {base.removeprefix('http://')}, upstreams: "
+        f"http://127.0.0.1:{server.port}/metrics"
+    )
+    assert messages[-1] == "stopped"

@@ -11,22 +11,43 @@ from metricbridge import __version__
 from metricbridge.cli_check import add_check_command, add_contract_command, add_diff_command
 from metricbridge.cli_demo import add_demo_command
 from metricbridge.cli_offline import add_config_command, add_translate_command
+from metricbridge.cli_options import EnvError, apply_environment
 from metricbridge.cli_rules import add_rules_command
-from metricbridge.cli_serve import add_serve_command
+from metricbridge.cli_serve import SERVE_EPILOG, add_serve_command, add_service_options
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 Handler = Callable[[argparse.Namespace], int]
+_USAGE = """\
+%(prog)s [serve] --upstream HOST:PORT|URL [OPTIONS]   run the sidecar
+       %(prog)s COMMAND [ARGS]                               a command below (COMMAND --help)"""
+_DESCRIPTION = """\
+Translate SGLang's Prometheus metrics into a stable metric contract.
+
+Without a command (or with serve) it runs the sidecar: it scrapes the engine's /metrics,
+translates it with the rules and serves the result on its own /metrics, e.g.
+  metricbridge --upstream :30000          # SGLang on 127.0.0.1:30000, served on :9850/metrics"""
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The whole command-line interface."""
     parser = argparse.ArgumentParser(
         prog="metricbridge",
-        description="Translate SGLang's Prometheus metrics into a stable metric contract. "
-        "Without a command, runs the sidecar: metricbridge --upstream :30000",
+        usage=_USAGE,
+        description=_DESCRIPTION,
+        epilog=SERVE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"metricbridge {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    # prog: the custom usage above would otherwise prefix every command's usage line.
+    commands = parser.add_subparsers(
+        title="commands", dest="command", metavar="COMMAND", prog="metricbridge"
+    )
+    # `metricbridge --help` is what users of `metricbridge --upstream ...` read: it lists the
+    # serve flags too (they are parsed by `serve`, see _with_default_command).
+    serve_options = parser.add_argument_group(
+        "serve options", "metricbridge [serve] ...: flags of the sidecar, with their variables"
+    )
+    add_service_options(parser, serve_options)
     add_serve_command(commands)
     add_demo_command(commands)
     add_translate_command(commands)
@@ -48,13 +69,34 @@ def _with_default_command(args: list[str], parser: argparse.ArgumentParser) -> l
     return args
 
 
+def parse_command_line(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
+    """The parsed command line, unset flags filled from the command's variables.
+
+    Raises ``EnvError`` for a bad variable; a bad flag exits 2 as argparse does.
+    """
+    args = parser.parse_args(_with_default_command(list(argv), parser))
+    apply_environment(args)
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the process exit status."""
-    args_list = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
-    args = parser.parse_args(_with_default_command(args_list, parser))
+    try:
+        args = parse_command_line(parser, sys.argv[1:] if argv is None else argv)
+    except EnvError as exc:
+        print(f"metricbridge: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     handler: Handler | None = getattr(args, "handler", None)
     if handler is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
-    return handler(args)
+    try:
+        return handler(args)
+    except BrokenPipeError:
+        # The reader went away (`metricbridge translate big.prom | head`): not our error to
+        # report. Python would print a traceback when it flushes stdout at exit, so stdout is
+        # pointed at /dev/null first (the recipe in the signal module's documentation).
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_FINDINGS

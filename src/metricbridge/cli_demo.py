@@ -1,4 +1,8 @@
-"""``metricbridge demo``: a simulated SGLang engine and the bridge in front of it, on loopback."""
+"""``metricbridge demo``: a simulated SGLang engine and the bridge in front of it, on loopback.
+
+The engine's port defaults to one the system picks, not SGLang's 30000: the demo is often run
+on a machine that also has a real engine, and must not take (or fail on) its port.
+"""
 
 from __future__ import annotations
 
@@ -7,18 +11,21 @@ import asyncio
 import contextlib
 import json
 import signal
+import sys
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 from aiohttp import web
 
-from metricbridge.cli_serve import parse_listen
-from metricbridge.config import load_config
+from metricbridge.cli_options import choice, port_number, positive_int, positive_seconds
+from metricbridge.cli_serve import LOG_LEVELS, ListenError, format_address, listen, listen_address
+from metricbridge.config import Config, load_config
 from metricbridge.errors import ConfigError
 from metricbridge.logs import configure_logging
 from metricbridge.scrape import parse_upstream
 from metricbridge.server import ServiceSettings, make_app
-from metricbridge.simulator import start_simulator
+from metricbridge.simulator import make_simulator_app
 from metricbridge.simulator_encoder import SimulatedEncoder
 from metricbridge.simulator_engine import SimulatedEngine
 
@@ -38,64 +45,99 @@ def add_demo_command(commands: Any) -> None:  # noqa: ANN401 - argparse's subpar
         "demo",
         help="run a simulated SGLang engine with the bridge in front of it",
         description="Start a simulated SGLang server (LLM + EPD encoder endpoints) on loopback "
-        "and the "
-        "bridge in front of it, then print where to look. Stop with Ctrl-C.",
+        "and the bridge in front of it, then print where to look and a few translated series "
+        "every 5 s. Stop with Ctrl-C. Reads no METRICBRIDGE_* variable. Exit 0 when stopped; "
+        "2 on a bad option or rules file, or an address it cannot listen on.",
     )
     parser.add_argument(
-        "--listen", default="127.0.0.1:9850", help="bridge address (default 127.0.0.1:9850)"
+        "--listen",
+        type=listen_address,
+        default=listen_address("127.0.0.1:9850"),
+        metavar="[HOST]:PORT",
+        help="bridge address (default 127.0.0.1:9850)",
     )
     parser.add_argument(
-        "--engine-port", type=int, default=30000, help="simulated engine port (default 30000)"
+        "--engine-port",
+        type=port_number,
+        default=0,
+        metavar="PORT",
+        help="simulated engine port on 127.0.0.1 (default 0: a free port the system picks, "
+        "printed at start; not SGLang's 30000, so a real engine on this machine is left alone)",
     )
-    parser.add_argument("--dp", type=int, default=2, help="simulated DP ranks (default 2)")
-    parser.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
     parser.add_argument(
-        "-c", "--config", default=None, help="rules file (default: the shipped contract)"
+        "--dp", type=positive_int, default=2, metavar="N", help="simulated DP ranks (default 2)"
     )
     parser.add_argument(
-        "--log-level", default="warning", choices=["debug", "info", "warning", "error"]
+        "--duration",
+        type=positive_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="stop after this many seconds (default: run until Ctrl-C)",
+    )
+    parser.add_argument(
+        "-c",
+        "--config",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="rules file (default: the shipped contract)",
+    )
+    parser.add_argument(
+        "--log-level",
+        type=choice(LOG_LEVELS),
+        default="warning",
+        metavar="{" + ",".join(LOG_LEVELS) + "}",
+        help="log level (default warning)",
     )
     parser.set_defaults(handler=run_demo)
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    """Run the demo until Ctrl-C or ``--duration``."""
+    """Run the demo until Ctrl-C or ``--duration``; exit 2 if it cannot start."""
     configure_logging(args.log_level, "text")
     try:
-        host, port = parse_listen(args.listen)
         config = load_config(args.config)
-    except (ValueError, ConfigError) as exc:
-        print(f"metricbridge demo: {exc}")
+    except ConfigError as exc:
+        print(f"metricbridge demo: cannot start with this config:\n{exc}", file=sys.stderr)
         return EXIT_USAGE
-    asyncio.run(_demo(args, host, port, config))
+    try:
+        asyncio.run(_demo(args, config))
+    except ListenError as exc:
+        print(f"metricbridge demo: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     return EXIT_OK
 
 
-async def _demo(args: argparse.Namespace, host: str, port: int, config: Any) -> None:  # noqa: ANN401
+async def _demo(args: argparse.Namespace, config: Config) -> None:
     engine = SimulatedEngine(dp_size=args.dp, seed=1)
-    simulator = await start_simulator(
-        "127.0.0.1", args.engine_port, engine=engine, encoder=SimulatedEncoder(seed=1)
+    simulator = web.AppRunner(
+        make_simulator_app(engine, encoder=SimulatedEncoder(seed=1)), access_log=None
     )
-    base = f"127.0.0.1:{args.engine_port}"
-    upstreams = (parse_upstream(f"{base}/metrics"), parse_upstream(f"{base}/encoder/metrics"))
-    runner = web.AppRunner(make_app(ServiceSettings(upstreams), config), access_log=None)
-    await runner.setup()
-    await web.TCPSite(runner, host, port).start()
-    bridge = f"http://{host}:{port}"
-    print(f"simulated SGLang engine: http://{base}/metrics (+ /encoder/metrics, /server_info)")
-    print(f"metricbridge:            {bridge}/metrics   contract report: {bridge}/contract")
-    print(
-        f"try: curl -s {bridge}/metrics "
-        "| grep -E '^sglang:(request_waiting_time|engine_startup_time)'"
-    )
+    runner: web.AppRunner | None = None
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in (signal.SIGINT, signal.SIGTERM):  # before start-up: Ctrl-C then ends it cleanly
         loop.add_signal_handler(sig, stop.set)
+    await simulator.setup()
     try:
+        await listen(simulator, "127.0.0.1", args.engine_port)
+        base = f"127.0.0.1:{simulator.addresses[0][1]}"  # with port 0, the one picked
+        upstreams = (parse_upstream(f"{base}/metrics"), parse_upstream(f"{base}/encoder/metrics"))
+        runner = web.AppRunner(make_app(ServiceSettings(upstreams), config), access_log=None)
+        await runner.setup()
+        await listen(runner, *args.listen)
+        bridge = f"http://{format_address(args.listen[0], runner.addresses[0][1])}"
+        print(f"simulated SGLang engine: http://{base}/metrics (+ /encoder/metrics, /server_info)")
+        print(f"metricbridge:            {bridge}/metrics   contract report: {bridge}/contract")
+        print(
+            f"try: curl -s {bridge}/metrics "
+            "| grep -E '^sglang:(request_waiting_time|engine_startup_time)'",
+            flush=True,
+        )
         await _show(bridge, stop, args.duration)
     finally:
-        await runner.cleanup()
+        if runner is not None:
+            await runner.cleanup()
         await simulator.cleanup()
 
 

@@ -13,9 +13,16 @@ from metricbridge.translate import Translation, translate
 
 
 def detect_format(payload: bytes) -> Format:
-    """OpenMetrics if the payload ends with its ``# EOF`` marker, else the text format."""
-    tail = payload[-7:].rstrip(b"\n")
-    return Format.OPENMETRICS if tail.endswith(b"# EOF") else Format.TEXT
+    """OpenMetrics if any line is exactly ``# EOF``, else the text format.
+
+    Anywhere, not only at the end: lines after the ``# EOF`` make an OpenMetrics file invalid,
+    and read as text they would pass unchecked (a text-format comment may be ``# EOF`` too, but
+    a file carrying one is far likelier cut-and-pasted OpenMetrics; ``--input-format text``
+    reads it as text).
+    """
+    at_start = payload.startswith(b"# EOF\n") or payload == b"# EOF"
+    inside = b"\n# EOF\n" in payload or payload.endswith(b"\n# EOF")
+    return Format.OPENMETRICS if at_start or inside else Format.TEXT
 
 
 @dataclass(frozen=True, slots=True)
