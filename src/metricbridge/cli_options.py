@@ -127,23 +127,21 @@ def _seconds(text: str, *, minimum_allowed: bool) -> float:
 
 def positive_int(text: str) -> int:
     """A whole number above zero."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"invalid value {text!r}: expected a whole number > 0")
-    return value
+    return _whole_number(text, 1, None, "invalid value {text!r}: expected a whole number > 0")
 
 
 def port_number(text: str) -> int:
     """A TCP port, 0 (the system picks a free one) to 65535."""
+    return _whole_number(text, 0, 65535, "invalid port {text!r}: expected 0 to 65535")
+
+
+def _whole_number(text: str, low: int, high: int | None, message: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        value = -1
-    if not 0 <= value < 65536:
-        raise argparse.ArgumentTypeError(f"invalid port {text!r}: expected 0 to 65535")
+        value = None
+    if value is None or value < low or (high is not None and value > high):
+        raise argparse.ArgumentTypeError(message.format(text=text))
     return value
 
 
