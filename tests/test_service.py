@@ -6,6 +6,7 @@ import asyncio
 import gzip
 import json
 import logging
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -263,6 +264,44 @@ async def test_the_header_bounds_a_new_fetch(aiohttp_server, aiohttp_client) -> 
     assert response.status == 200
     assert 'reason="timeout"' in text
     assert "sglang:" not in text
+
+
+async def test_a_short_deadline_does_not_fail_the_fetch_for_a_longer_one(
+    aiohttp_server, aiohttp_client
+) -> None:
+    """A scraper with a tiny timeout starts the fetch; one that can wait joins it.
+
+    The fetch times out at the first one's deadline, which is its own business: the second
+    fetches again with the time it has and gets the engine's data, and the timeout is not
+    cached for a third either (cache_ttl 5 s).
+    """
+    upstream = FakeUpstream(delay=0.2)
+    client = await _start(aiohttp_server, aiohttp_client, upstream, timeout=5.0, cache_ttl=5.0)
+    impatient = asyncio.create_task(client.get("/metrics", headers={TIMEOUT_HEADER: "0.05"}))
+    await asyncio.sleep(0.01)
+    patient = await client.get("/metrics", headers={TIMEOUT_HEADER: "10"})
+    text = await patient.text()
+    assert "sglang:" in text
+    assert re.search(r"^metricbridge_upstream_up\{[^}]*\} 1\.0$", text, re.MULTILINE)
+    impatient_text = await (await impatient).text()
+    assert 'reason="timeout"' in impatient_text  # its own deadline: told so, in time
+    assert "sglang:" not in impatient_text
+    assert upstream.requests == 2
+    third = await (await client.get("/metrics")).text()
+    assert "sglang:" in third
+    assert upstream.requests == 2  # the patient fetch is the one cached
+
+
+async def test_a_fetch_cut_short_by_its_own_scraper_is_not_cached(
+    aiohttp_server, aiohttp_client
+) -> None:
+    """Alone, the impatient scraper's timeout is not what the next scraper gets."""
+    upstream = FakeUpstream(delay=0.2)
+    client = await _start(aiohttp_server, aiohttp_client, upstream, timeout=5.0, cache_ttl=5.0)
+    text = await (await client.get("/metrics", headers={TIMEOUT_HEADER: "0.05"})).text()
+    assert 'reason="timeout"' in text
+    assert "sglang:" in await (await client.get("/metrics")).text()
+    assert upstream.requests == 2
 
 
 async def test_a_joining_scrape_answers_within_its_own_timeout(

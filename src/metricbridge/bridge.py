@@ -29,6 +29,8 @@ from metricbridge.selfmetrics import SelfMetrics
 from metricbridge.translate import RowState, SynthState, Translation, sample_count, translate
 
 log = logging.getLogger("metricbridge.bridge")
+# Below this much time left, a request takes the cut-short fetch it joined instead of another.
+_WORTH_RETRYING = 0.05
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +72,9 @@ class Snapshot:
     translation: Translation | None
     gzip_level: int
     rules: CompiledRules  # the rules it was translated with: a reload makes it unservable
+    # Timed out at a deadline shorter than --upstream-timeout: one request's deadline, not a
+    # verdict on the engine for requests that can wait longer (see Bridge.snapshot).
+    cut_short: bool = False
     _renders: dict[tuple[Format, bool], tuple[bytes, ...] | OpenGzip] = field(default_factory=dict)
 
     @overload
@@ -132,30 +137,44 @@ class Bridge:
         The caller waits at most ``timeout`` seconds. A new fetch is bounded by it, but a fetch
         in flight may have been started with a longer one (the heartbeat, /contract, a scraper
         with a longer timeout): a caller whose time runs out first gets a snapshot with no
-        engine data, and the fetch goes on for the others.
+        engine data, and the fetch goes on for the others. Nor does a shorter deadline speak
+        for a longer one: a fetch that timed out at its starter's deadline is neither cached
+        nor taken by a caller with time to spare, who fetches again.
         """
         loop = asyncio.get_running_loop()
-        latest = self._latest
-        if latest is not None and loop.time() - latest.finished_at <= self.settings.cache_ttl:
-            self.metrics.coalesced.inc("cached")
-            return latest
-        inflight = self._inflight
-        if inflight is None:
-            # The stale snapshot will never be served again; let its renders go before the new
-            # payload arrives, so a 10 MB engine is not held twice.
-            self._latest = None
-            inflight = self._inflight = loop.create_task(self._collect(timeout))
-            inflight.add_done_callback(self._clear_inflight)
-            self._fetches += 1
-            self._inflight_since, self._inflight_timeout = loop.time(), timeout
-            # shield: a scraper that disconnects must not cancel the fetch others have joined.
-            return await asyncio.shield(inflight)
-        self.metrics.coalesced.inc("joined")
-        # asyncio.wait, unlike wait_for, never cancels what it waits for: others share it.
-        done, _ = await asyncio.wait((inflight,), timeout=timeout)
-        if not done:
-            return self._left_behind(timeout)
-        return inflight.result()
+        deadline = loop.time() + timeout
+        while True:
+            latest = self._latest
+            if latest is not None and loop.time() - latest.finished_at <= self.settings.cache_ttl:
+                self.metrics.coalesced.inc("cached")
+                return latest
+            inflight = self._inflight
+            if inflight is None:
+                return await self._start(deadline - loop.time())
+            self.metrics.coalesced.inc("joined")
+            # asyncio.wait, unlike wait_for, never cancels what it waits for: others share it.
+            done, _ = await asyncio.wait((inflight,), timeout=deadline - loop.time())
+            if not done:
+                return self._left_behind(timeout)
+            snapshot = inflight.result()
+            # A fetch cut short by a shorter deadline than ours (a scraper with a tiny
+            # X-Prometheus-Scrape-Timeout-Seconds) says nothing of what we can get: try again
+            # with the time we have left. It was not cached, so this starts a fetch or joins one.
+            if not snapshot.cut_short or deadline - loop.time() < _WORTH_RETRYING:
+                return snapshot
+
+    async def _start(self, timeout: float) -> Snapshot:
+        """Start a fetch bounded by ``timeout`` and wait for it."""
+        loop = asyncio.get_running_loop()
+        # The stale snapshot will never be served again; let its renders go before the new
+        # payload arrives, so a 10 MB engine is not held twice.
+        self._latest = None
+        inflight = self._inflight = loop.create_task(self._collect(timeout))
+        inflight.add_done_callback(self._clear_inflight)
+        self._fetches += 1
+        self._inflight_since, self._inflight_timeout = loop.time(), timeout
+        # shield: a scraper that disconnects must not cancel the fetch others have joined.
+        return await asyncio.shield(inflight)
 
     def _left_behind(self, timeout: float) -> Snapshot:
         """For a caller whose time ran out before the fetch in flight: no engine data.
@@ -189,7 +208,9 @@ class Bridge:
             snapshot = task.result()
             # A reload can run between the fetch's last step and this callback; a snapshot of
             # the old rules must not be reused for cache_ttl after the reload said it was done.
-            if snapshot.rules is self.rules:
+            # A fetch cut short by its starter's deadline is not reused either: a request
+            # that can wait longer must get a fetch of its own, not that timeout.
+            if snapshot.rules is self.rules and not snapshot.cut_short:
                 self._latest = snapshot
 
     async def _collect(self, timeout: float) -> Snapshot:
@@ -227,7 +248,12 @@ class Bridge:
         self.metrics.idle_state(
             self.state.idle, translation.zeroed if translation else (), loop.time()
         )
-        return Snapshot(loop.time(), results, translation, self.settings.gzip_level, rules)
+        cut_short = timeout < self.settings.timeout_cap and any(
+            result.reason == "timeout" for result in results
+        )
+        return Snapshot(
+            loop.time(), results, translation, self.settings.gzip_level, rules, cut_short
+        )
 
     def age(self) -> float | None:
         """Seconds since the latest fetch finished, or None before the first."""
