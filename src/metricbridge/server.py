@@ -8,7 +8,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,10 +19,10 @@ from metricbridge import __version__
 from metricbridge.background import heartbeat, poll_server_info, server_info_urls
 from metricbridge.bridge import Bridge, FetchSettings, Snapshot
 from metricbridge.config import Config, load_config
-from metricbridge.errors import ConfigError
+from metricbridge.errors import ConfigError, ExpositionError
 from metricbridge.exposition_writer import PIECE_SIZE, write_exposition
 from metricbridge.gzip_framing import close_gzip, gzip_member
-from metricbridge.model import Format
+from metricbridge.model import AnyFamily, Format
 from metricbridge.name_filter import select_samples
 from metricbridge.negotiation import accepts_gzip, choose_format, content_type, scrape_timeout
 from metricbridge.report import contract_report
@@ -117,7 +117,7 @@ async def handle_metrics(request: web.Request) -> web.StreamResponse:
     level = state.settings.fetch.gzip_level
     gzip_level = level if accepts_gzip(request.headers.get("Accept-Encoding")) else None
     if names:
-        parts = _filtered_body(snapshot, state.metrics, fmt, names, gzip_level)
+        parts = await _filtered_body(snapshot, state.metrics, fmt, names, gzip_level)
     else:
         parts = _body(snapshot, state.metrics, fmt, gzip_level)
     return await _send(request, fmt, parts, compressed=gzip_level is not None)
@@ -145,20 +145,30 @@ def _body(
     )
 
 
-def _filtered_body(
+async def _filtered_body(
     snapshot: Snapshot, metrics: SelfMetrics, fmt: Format, names: set[str], gzip_level: int | None
 ) -> tuple[Part, ...]:
-    """A ``name[]`` response: rare and small, so rendered from scratch every time."""
+    """A ``name[]`` response: rare, so rendered from scratch every time."""
     families = snapshot.translation.families if snapshot.translation else ()
-    engine, problems = select_samples(families, names)
+    # Off the event loop: selecting from a family of 100,000 series parses them, about a
+    # second, and every other scrape would wait for it. The families are frozen, and the
+    # writer's caches are plain dicts, safe to share under the GIL.
+    engine, problems = await asyncio.to_thread(_selected, families, names, fmt)
     for problem in problems:
         # The unfiltered response serves the family's bytes as they came, so the engine's
         # problem stays visible there.
         log.warning("name[]: family left out: %s", problem)
     own = metrics.render(fmt, names)  # prometheus_client's RestrictedRegistry: the same rule
     eof = b"# EOF\n" if fmt is Format.OPENMETRICS else b""
-    body = write_exposition(engine, fmt).removesuffix(b"# EOF\n") + own + eof
+    body = engine + own + eof
     return (body if gzip_level is None else gzip_member(body, gzip_level),)
+
+
+def _selected(
+    families: Sequence[AnyFamily], names: set[str], fmt: Format
+) -> tuple[bytes, list[ExpositionError]]:
+    selected, problems = select_samples(families, names)
+    return write_exposition(selected, fmt).removesuffix(b"# EOF\n"), problems
 
 
 async def _send(
