@@ -101,3 +101,24 @@ def test_colon_port_means_loopback_metrics() -> None:
     assert [(u.url, u.label) for u in args.upstream] == [
         ("http://127.0.0.1:30000/metrics", "127.0.0.1:30000/metrics")
     ]
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        ("--listen", ":١٢٣٤٥", "cannot listen on ':١٢٣٤٥': expected [HOST]:PORT"),
+        ("--listen", ":²", "cannot listen on ':²': expected [HOST]:PORT"),
+        ("--listen", ":65536", "cannot listen on ':65536': expected [HOST]:PORT"),
+        ("--upstream", ":0", "cannot use upstream ':0': port 0 is no server's port"),
+        ("--upstream", ":١٢٣", "cannot use upstream ':١٢٣'"),
+    ],
+)
+def test_addresses_must_be_plain_port_numbers(
+    flag: str, value: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Digits that only look like a port are refused in one line, not bound or crashed on."""
+    arguments = ["--upstream", ":30000", flag, value] if flag == "--listen" else [flag, value]
+    with pytest.raises(SystemExit) as exited:
+        parse_command_line(build_parser(), arguments)
+    assert exited.value.code == 2
+    assert message in capsys.readouterr().err

@@ -247,7 +247,8 @@ def add_serve_command(commands: Any) -> None:  # noqa: ANN401 - argparse's subpa
 def parse_listen(text: str) -> tuple[str, int]:
     """``[HOST]:PORT`` to a (host, port) pair; no host means every interface."""
     host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit() or not 0 <= int(port) < 65536:
+    # isdigit() alone admits "²" (int() refuses it) and "١٢٣" (int() reads it as 123).
+    if not sep or not (port.isascii() and port.isdigit()) or not 0 <= int(port) < 65536:
         raise ValueError(f"cannot listen on {text!r}: expected [HOST]:PORT")
     return host.strip("[]") or "0.0.0.0", int(port)  # noqa: S104 - a sidecar is scraped via the pod IP
 

@@ -50,10 +50,19 @@ def accepts_gzip(accept_encoding: str | None) -> bool:
     for entry in (accept_encoding or "").split(","):
         coding, *params = (part.strip() for part in entry.split(";"))
         if coding.lower() == "gzip":
-            return not any(
-                p.replace(" ", "") in ("q=0", "q=0.0", "q=0.00", "q=0.000") for p in params
-            )
+            return not any(_refused(param) for param in params)
     return False
+
+
+def _refused(param: str) -> bool:
+    """Whether an Accept-Encoding parameter is ``q=0`` (RFC 9110: "q" in any case, 0 to 0.000)."""
+    key, _, value = param.partition("=")
+    if key.strip().lower() != "q":
+        return False
+    try:
+        return float(value.strip()) == 0
+    except ValueError:
+        return False
 
 
 def scrape_timeout(header: str | None, *, cap: float, offset: float = 0.5) -> float:

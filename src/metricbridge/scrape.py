@@ -46,6 +46,8 @@ def parse_upstream(spec: str) -> Upstream:
         raise ValueError(f"cannot use upstream {spec!r}: {exc}") from None
     if port is None and not spec.strip().startswith(("http://", "https://")):
         raise ValueError(f"cannot use upstream {spec!r}: no port given")
+    if port == 0:
+        raise ValueError(f"cannot use upstream {spec!r}: port 0 is no server's port")
     path = parts.path or "/metrics"
     query = f"?{parts.query}" if parts.query else ""
     url = f"{parts.scheme}://{parts.netloc}{path}{query}"
