@@ -76,6 +76,32 @@ async def test_sigterm_drains_in_flight_scrape_and_exits_zero(aiohttp_server: An
     assert "Traceback" not in stderr
 
 
+async def test_sigterm_with_a_hung_engine_answers_and_exits_within_the_grace_period(
+    aiohttp_server: Any,
+) -> None:
+    """The engine never answers and the fetch may take 60 s: the scrape waiting on it still
+    gets its 200 (own metrics, no engine data) and the process exits 0 in about 15 s, not 30."""
+    upstream = FakeUpstream(delay=120.0)
+    server = await aiohttp_server(upstream.app())
+    process, base = await _start_bridge(
+        str(server.make_url("/metrics")), "--upstream-timeout", "60", "--no-server-info"
+    )
+    loop = asyncio.get_running_loop()
+    async with aiohttp.ClientSession() as session:
+        scrape = asyncio.ensure_future(session.get(f"{base}/metrics"))
+        await asyncio.sleep(0.4)
+        process.send_signal(signal.SIGTERM)
+        stopped_at = loop.time()
+        response = await scrape
+        assert response.status == 200
+        text = await response.text()
+    assert "metricbridge_build_info{" in text
+    assert "sglang:" not in text
+    assert await asyncio.wait_for(process.wait(), 40) == 0
+    assert loop.time() - stopped_at < 17
+    assert "Traceback" not in (await process.stderr.read()).decode()  # type: ignore[union-attr]
+
+
 async def test_sighup_reloads_and_rejects_broken_config(
     aiohttp_server: Any, tmp_path: Path
 ) -> None:

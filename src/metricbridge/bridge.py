@@ -156,6 +156,8 @@ class Bridge:
             done, _ = await asyncio.wait((inflight,), timeout=deadline - loop.time())
             if not done:
                 return self._left_behind(timeout)
+            if inflight.cancelled():
+                return self._stopped()
             snapshot = inflight.result()
             # A fetch cut short by a shorter deadline than ours (a scraper with a tiny
             # X-Prometheus-Scrape-Timeout-Seconds) says nothing of what we can get: try again
@@ -173,8 +175,25 @@ class Bridge:
         inflight.add_done_callback(self._clear_inflight)
         self._fetches += 1
         self._inflight_since, self._inflight_timeout = loop.time(), timeout
-        # shield: a scraper that disconnects must not cancel the fetch others have joined.
-        return await asyncio.shield(inflight)
+        # asyncio.wait, not a plain await: a scraper that disconnects (its handler cancelled)
+        # must not cancel the fetch others have joined.
+        await asyncio.wait((inflight,))
+        return self._stopped() if inflight.cancelled() else inflight.result()
+
+    def stop(self) -> None:
+        """Give up the fetch in flight: shutting down, its waiters are answered at once."""
+        if self._inflight is not None:
+            self._inflight.cancel()
+
+    def _stopped(self) -> Snapshot:
+        """For the waiters of a fetch given up at shutdown: their own metrics, no engine data."""
+        message = "the bridge is shutting down; the fetch in flight was given up"
+        results = tuple(
+            UpstreamResult(upstream, ok=False, reason="shutting_down", message=message)
+            for upstream in self.upstreams
+        )
+        loop = asyncio.get_running_loop()
+        return Snapshot(loop.time(), results, None, self.settings.gzip_level, self.rules)
 
     def _left_behind(self, timeout: float) -> Snapshot:
         """For a caller whose time ran out before the fetch in flight: no engine data.

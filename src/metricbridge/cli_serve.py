@@ -36,7 +36,13 @@ from metricbridge.config import load_config
 from metricbridge.errors import ConfigError
 from metricbridge.logs import configure_logging
 from metricbridge.scrape import Upstream, parse_upstream
-from metricbridge.server import ServiceSettings, make_app, reload_config, with_idle_switch
+from metricbridge.server import (
+    STATE,
+    ServiceSettings,
+    make_app,
+    reload_config,
+    with_idle_switch,
+)
 
 DEFAULT_LISTEN = ":9850"
 EXIT_OK, EXIT_USAGE = 0, 2
@@ -313,8 +319,17 @@ async def _serve(
             ", ".join(u.url for u in upstreams),
         )
         await stop.wait()
+        # Scrapes in flight may finish for most of the grace period; one still waiting on a
+        # slow engine then gets its answer (no engine data) in time for aiohttp's own deadline.
+        loop.call_later(SHUTDOWN_SECONDS - 1, _give_up_fetching, app)
     finally:
         await runner.cleanup()
+
+
+def _give_up_fetching(app: web.Application) -> None:
+    bridge = app[STATE].bridge
+    if bridge is not None:
+        bridge.stop()
 
 
 async def listen(runner: web.BaseRunner, host: str, port: int) -> web.TCPSite:
