@@ -348,6 +348,22 @@ def test_text_created_gauge_family_joins_its_counter() -> None:
     )
 
 
+def test_a_creation_time_of_no_series_is_left_out_and_reported() -> None:
+    """In OpenMetrics it would be a histogram series without its +Inf bucket: refused."""
+    payload = (
+        b'# TYPE h histogram\nh_bucket{a="1",le="+Inf"} 1\nh_count{a="1"} 1\nh_sum{a="1"} 1\n'
+        b'# TYPE h_created gauge\nh_created{a="1"} 4\nh_created{a="2"} 5\n'
+    )
+    exposition = read_exposition(payload, Format.TEXT)
+    assert [str(p) for p in exposition.problems] == [
+        "family h_created: 1 creation time(s) of no series of h; left out"
+    ]
+    om = write_exposition(exposition.families, Format.OPENMETRICS).decode()
+    assert 'h_created{a="1"} 4' in om
+    assert 'a="2"' not in om
+    list(om_fd_to_metric_families(io.StringIO(om)))
+
+
 def test_escaped_looking_family_after_its_sibling_stays_separate() -> None:
     """Only a family with no sample spelled as declared gets client_python#1177's restoration."""
     payload = b'# TYPE a:b gauge\na:b{x="1"} 1\na_b{x="1"} 2\n# EOF\n'

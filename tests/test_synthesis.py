@@ -9,10 +9,13 @@ import dataclasses
 import math
 
 import pytest
+from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
+from prometheus_client.parser import text_string_to_metric_families as parse_text
 
 from conftest import FIXTURES
 from metricbridge.config import load_config, parse_config
 from metricbridge.exposition_reader import read_exposition
+from metricbridge.exposition_writer import write_exposition
 from metricbridge.family_parse import parse_family
 from metricbridge.model import Format
 from metricbridge.rules import CompiledRules, compile_rules
@@ -312,6 +315,24 @@ def test_derived_row_yields_to_a_patched_engine() -> None:
     assert result.rows["sglang:num_max_batchs"].state is RowState.NATIVE
 
 
+@pytest.mark.parametrize(
+    "payload",
+    [
+        pytest.param(
+            b'# TYPE h histogram\nh_bucket{le="+Inf"} 1\nh_count 1\nh_sum 1\n'
+            b"# TYPE h_created untyped\nh_created 5\n",
+            id="untyped-created-beside-a-histogram",
+        ),
+    ],
+)
+def test_a_family_that_clashes_only_in_openmetrics_is_not_served(payload: bytes) -> None:
+    """Text input that OpenMetrics would make one family's: a response may be either format."""
+    result = _run(payload, _rules("version: 1\nfamilies: {}\n"))
+    assert [f.name for f in result.families] == ["h"]
+    for fmt, parse in ((Format.TEXT, parse_text), (Format.OPENMETRICS, parse_openmetrics)):
+        list(parse(write_exposition(result.families, fmt).decode()))
+
+
 def test_a_dropped_family_is_not_served_and_its_row_says_so() -> None:
     """A drop rule needs no type: the row reads "dropped by rule", not a type mismatch."""
     rules = _rules("version: 1\nfamilies:\n  sglang:num_running_reqs:\n    disposition: drop\n")
@@ -342,11 +363,11 @@ families:
     result = _run(payload, rules)
     assert [f.name for f in result.families] == ["y", "x"]
     assert [str(p) for p in result.problems] == [
-        "family x_count: x_count already served by another family; not served"
+        "family x_count: x_count already served by family x; not served"
     ]
     assert result.stats.dropped["name_clash"] == 1
     assert result.rows["x_count"] == RowStatus(
-        RowState.MISSING, "x_count already served by another family"
+        RowState.MISSING, "x_count already served by family x"
     )
 
 

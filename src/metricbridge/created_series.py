@@ -13,8 +13,13 @@ def _series_key(sample: Sample) -> tuple[tuple[str, str], ...]:
 
 def _interleave_created(
     samples: tuple[Sample, ...], created: tuple[Sample, ...]
-) -> tuple[Sample, ...]:
-    """Each series' ``_created`` sample right after that series' samples, as OpenMetrics wants."""
+) -> tuple[tuple[Sample, ...], int]:
+    """Each series' ``_created`` sample right after that series' samples, as OpenMetrics wants.
+
+    Returns the samples and how many creation times had no series to go with; they are left
+    out: in OpenMetrics a ``_created`` sample of no series is a histogram without its +Inf
+    bucket, or a counter without its ``_total``, which parsers refuse.
+    """
     by_series = {_series_key(sample): sample for sample in created}
     out: list[Sample] = []
     for index, sample in enumerate(samples):
@@ -23,8 +28,7 @@ def _interleave_created(
         last_of_series = index + 1 == len(samples) or _series_key(samples[index + 1]) != key
         if last_of_series and key in by_series:
             out.append(by_series.pop(key))
-    out.extend(by_series.values())  # a creation time whose series is absent stays at the end
-    return tuple(out)
+    return tuple(out), len(by_series)
 
 
 def merge_created_families(
@@ -55,6 +59,10 @@ def merge_created_families(
         except ExpositionError as exc:
             problems.append(exc)
             continue
-        families[owner] = Family(parent.meta, _interleave_created(parent.samples, created.samples))
+        samples, orphans = _interleave_created(parent.samples, created.samples)
+        if orphans:
+            message = f"{orphans} creation time(s) of no series of {parent.name}; left out"
+            problems.append(ExpositionError(message, family=family.name))
+        families[owner] = Family(parent.meta, samples)
         merged.add(index)
     return [f for i, f in enumerate(families) if i not in merged], problems

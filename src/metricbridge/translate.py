@@ -81,6 +81,14 @@ def sample_count(family: AnyFamily) -> int:
     return family.sample_count if isinstance(family, RawFamily) else len(family.samples)
 
 
+def _served_names(family: AnyFamily) -> frozenset[str]:
+    """The names a family takes in either wire format (see family_names.wire_names)."""
+    meta = family.meta
+    return wire_names(meta.name, meta.type, Format.TEXT) | wire_names(
+        meta.name, meta.type, Format.OPENMETRICS
+    )
+
+
 def _output_meta(rule: FamilyRule, source: FamilyMeta) -> FamilyMeta:
     scaled = rule.factor is not None
     unit = rule.unit if rule.unit is not None else (None if scaled else source.unit)
@@ -187,22 +195,26 @@ class _Run:
     def drop_clashes(self) -> None:
         """Serve no two families that share a wire name, however the rules and upstreams met.
 
-        The reader keeps one upstream's families apart, and ``config check`` the rules' outputs;
-        this catches what neither can see: a rule's output against a family some engine release
-        adds (a gauge ``x_count`` beside a histogram ``x``), or two upstreams' families. The
-        engine's families claim their names first, so a rule's output yields to them. Text-format
-        names: a ``_created`` series is written as a gauge family only where the input had one.
+        The reader keeps one upstream's families apart in their own format, and ``config
+        check`` the rules' outputs; this catches what neither can see: a rule's output against a
+        family some engine release adds (a gauge ``x_count`` beside a histogram ``x``), two
+        upstreams' families, and pairs that clash only in the other format (a text ``h_created``
+        untyped family beside a histogram ``h``, which OpenMetrics makes ``h``'s own). A
+        response may be in either format, so a name taken in either is taken. The engine's
+        families claim their names first, so a rule's output yields to them.
         """
         upstream = [f for f in self.out if f.name in self.present]
-        taken: set[str] = set()
+        taken: dict[str, str] = {}
         clashing: set[int] = set()
         for family in (*upstream, *(f for f in self.out if f.name not in self.present)):
-            names = wire_names(family.meta.name, family.meta.type, Format.TEXT)
-            if taken.isdisjoint(names):
-                taken |= names
+            names = _served_names(family)
+            shared = names & taken.keys()
+            if not shared:
+                taken.update(dict.fromkeys(names, family.name))
                 continue
             clashing.add(id(family))
-            message = f"{' and '.join(sorted(names & taken))} already served by another family"
+            other = taken[min(shared)]
+            message = f"{' and '.join(sorted(shared))} already served by family {other}"
             self.problems.append(ExpositionError(f"{message}; not served", family=family.name))
             self.stats.dropped["name_clash"] += sample_count(family)
             self.rows[family.name] = RowStatus(RowState.MISSING, message)
