@@ -390,6 +390,40 @@ def test_a_relabelled_series_yields_to_the_engines_own(native_first: bool) -> No
     assert result.stats.dropped["duplicate_series"] == 1
 
 
+def test_a_relabelled_histogram_series_yields_whole_to_the_engines_own() -> None:
+    """Never a mix of two series' buckets: the engine's series is served entire, and alone."""
+    rules = _rules(
+        """
+version: 1
+families:
+  h:
+    disposition: relabel
+    type: histogram
+    relabel:
+      - {source_labels: [src], regex: storage, target_label: src, replacement: storage_M}
+"""
+    )
+    payload = (
+        b"# TYPE h histogram\n"
+        b'h_bucket{le="0.5",src="storage"} 10\nh_bucket{le="1",src="storage"} 10\n'
+        b'h_bucket{le="+Inf",src="storage"} 10\nh_count{src="storage"} 10\n'
+        b'h_sum{src="storage"} 2\n'
+        b'h_bucket{le="1",src="storage_M"} 3\nh_bucket{le="+Inf",src="storage_M"} 3\n'
+        b'h_count{src="storage_M"} 3\nh_sum{src="storage_M"} 1\n'
+    )
+    result = _run(payload, rules)
+    (family,) = (f for f in result.families if f.name == "h")
+    assert [(s.name, dict(s.labels), s.value) for s in parse_family(family).samples] == [
+        ("h_bucket", {"le": "1", "src": "storage_M"}, 3.0),
+        ("h_bucket", {"le": "+Inf", "src": "storage_M"}, 3.0),
+        ("h_count", {"src": "storage_M"}, 3.0),
+        ("h_sum", {"src": "storage_M"}, 1.0),
+    ]
+    assert result.stats.dropped["duplicate_series"] == 5
+    om = write_exposition(result.families, Format.OPENMETRICS).decode()
+    list(parse_openmetrics(om))  # buckets in order, +Inf present
+
+
 def test_relabel_target_expanding_to_an_unusable_name_is_skipped() -> None:
     """As in Prometheus: a `$1` target that expands to `le` or an invalid name changes nothing."""
     rules = _rules(

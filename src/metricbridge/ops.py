@@ -151,10 +151,11 @@ def _relabel_one(labels: dict[str, str], step: CompiledRelabel) -> bool:
 def relabel(family: Family, steps: tuple[CompiledRelabel, ...]) -> tuple[Family, int, int]:
     """Apply relabel steps per series; return the family, series dropped and duplicates removed.
 
-    A rewrite that lands on a series the engine already serves with those labels yields to it,
-    wherever the two stand in the family: the engine's own series is the true one (a patched
-    engine writing ``cache_source="storage_MooncakeStore"`` itself, say). Otherwise, of two
-    series that the steps make equal, the first is kept.
+    Two series the steps make one are resolved whole, never sample by sample (a histogram's
+    buckets from two series would not add up). A series the engine serves under the rewritten
+    labels already wins, wherever it stands: the engine's own series is the true one (a patched
+    engine writing ``cache_source="storage_MooncakeStore"`` itself, say). Otherwise the first
+    series rewritten onto those labels is kept.
     """
     kept: list[tuple[Sample, Labels, bool]] = []
     dropped = duplicates = 0
@@ -164,17 +165,28 @@ def relabel(family: Family, steps: tuple[CompiledRelabel, ...]) -> tuple[Family,
             dropped += 1
             continue
         rewritten = labels != dict(sample.labels)
-        kept.append(
-            (sample, tuple(sorted(labels.items())) if rewritten else sample.labels, rewritten)
-        )
-    native = {(s.name, tuple(sorted(labels))) for s, labels, rewritten in kept if not rewritten}
+        new_labels = tuple(sorted(labels.items())) if rewritten else sample.labels
+        kept.append((sample, new_labels, rewritten))
+    # Which original series each resulting series comes from: the engine's own first.
+    owner: dict[Labels, Labels] = {}
+    for sample, new_labels, rewritten in kept:
+        if not rewritten:
+            owner.setdefault(_series(new_labels), _series(sample.labels))
+    for sample, new_labels, rewritten in kept:
+        if rewritten:
+            owner.setdefault(_series(new_labels), _series(sample.labels))
     out: list[Sample] = []
     seen: set[tuple[str, Labels]] = set()
     for sample, new_labels, rewritten in kept:
         key = (sample.name, tuple(sorted(new_labels)))
-        if key in seen or (rewritten and key in native):
+        if owner[_series(new_labels)] != _series(sample.labels) or key in seen:
             duplicates += 1
             continue
         seen.add(key)
         out.append(_with(sample, labels=new_labels) if rewritten else sample)
     return Family(family.meta, tuple(out)), dropped, duplicates
+
+
+def _series(labels: Labels) -> Labels:
+    """A series' identity within its family: its labels but the bucket and quantile bounds."""
+    return tuple(sorted(pair for pair in labels if pair[0] not in _SHAPE_LABELS))
