@@ -15,7 +15,7 @@ import pytest
 from conftest import FIXTURES
 from metricbridge.cli import main
 from metricbridge.model import Format
-from metricbridge.pipeline import detect_format
+from metricbridge.pipeline import detect_format, stray_eof_line
 
 
 def test_translates_a_fixture_with_the_default_contract(
@@ -209,20 +209,20 @@ def test_output_to_a_device_is_written_in_place() -> None:
 
 
 @pytest.mark.parametrize(
-    ("payload", "fmt"),
+    ("payload", "fmt", "stray"),
     [
-        (b"# TYPE a gauge\na 1\n# EOF\n", Format.OPENMETRICS),
-        (b"# TYPE a gauge\na 1\n# EOF", Format.OPENMETRICS),
-        (b"# TYPE a gauge\na 1\n# EOF\n\n", Format.OPENMETRICS),
-        (b"# EOF\n", Format.OPENMETRICS),
-        (b"# TYPE a gauge\na 1\n# EOF\nb 2.0\n", Format.OPENMETRICS),
-        (b"# EOF\nb 2.0\n", Format.OPENMETRICS),
-        (b"# TYPE a gauge\na 1\n", Format.TEXT),
-        (b"", Format.TEXT),
-        (b"# TYPE a gauge\na 1\n# EOFX\n", Format.TEXT),
-        (b"# TYPE a gauge\na 1 # EOF\n", Format.TEXT),
-        (b'# HELP a says # EOF\n# TYPE a gauge\na{x="\n# EOF"} 1\n', Format.TEXT),
-        (b"# TYPE a gauge\na 1\n# EOF \n", Format.TEXT),
+        (b"# TYPE a gauge\na 1\n# EOF\n", Format.OPENMETRICS, None),
+        (b"# TYPE a gauge\na 1\n# EOF", Format.OPENMETRICS, None),
+        (b"# TYPE a gauge\na 1\n# EOF\n\n", Format.OPENMETRICS, None),
+        (b"# EOF\n", Format.OPENMETRICS, None),
+        (b"# TYPE a gauge\na 1\n# EOF\nb 2.0\n", Format.TEXT, 3),
+        (b"# EOF\nb 2.0\n", Format.TEXT, 1),
+        (b"# TYPE a gauge\na 1\n", Format.TEXT, None),
+        (b"", Format.TEXT, None),
+        (b"# TYPE a gauge\na 1\n# EOFX\n", Format.TEXT, None),
+        (b"# TYPE a gauge\na 1 # EOF\n", Format.TEXT, None),
+        (b'# HELP a says # EOF\n# TYPE a gauge\na{x="\n# EOF"} 1\n', Format.TEXT, None),
+        (b"# TYPE a gauge\na 1\n# EOF \n", Format.TEXT, None),
     ],
     ids=[
         "eof_last",
@@ -239,22 +239,41 @@ def test_output_to_a_device_is_written_in_place() -> None:
         "eof_trailing_space",
     ],
 )
-def test_detect_format_looks_for_an_eof_line_anywhere(payload: bytes, fmt: Format) -> None:
-    """OpenMetrics exactly when a line is '# EOF', wherever it is."""
+def test_detect_format_takes_a_last_eof_line_as_openmetrics(
+    payload: bytes, fmt: Format, stray: int | None
+) -> None:
+    """OpenMetrics exactly when the last line that is not blank is '# EOF'; one before it is
+    ambiguous (a text-format comment, or OpenMetrics with lines after its end) and is found."""
     assert detect_format(payload) is fmt
+    assert stray_eof_line(payload) == stray
 
 
-def test_content_after_eof_is_reported_in_auto_mode(
+def test_text_with_an_eof_comment_is_read_as_text_and_said_so(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The audit's case: auto-detection read this as text, exited 0 and served sglang:b."""
+    """The real fixture plus a '# EOF' comment: served as text (timestamps and _total
+    counters intact), with a warning that names the line and the way to read it otherwise."""
+    fixture = (FIXTURES / "tp1.prom").read_bytes()
+    path = tmp_path / "in.prom"
+    path.write_bytes(b"# EOF\n" + fixture)
+    assert main(["translate", str(path)]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == (
+        f"{path}: line 1: '# EOF' with more lines after it: read as the text format, where it is "
+        "a comment (--input-format openmetrics if this is OpenMetrics)\n"
+    )
+    assert "sglang:prompt_tokens_total" in captured.out
+
+
+def test_content_after_eof_is_reported_when_read_as_openmetrics(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "in.om"
     path.write_bytes(b"# TYPE sglang:a gauge\nsglang:a 1.0\n# EOF\nsglang:b 2.0\n")
-    for extra in ([], ["--input-format", "openmetrics"]):
-        assert main(["translate", str(path), *extra]) == 2
-        captured = capsys.readouterr()
-        assert f"{path}: line 4: content after '# EOF' ignored" in captured.err
-        assert captured.out == ""
+    assert main(["translate", str(path), "--input-format", "openmetrics"]) == 2
+    captured = capsys.readouterr()
+    assert f"{path}: line 4: content after '# EOF' ignored" in captured.err
+    assert captured.out == ""
 
 
 # --- --validation -------------------------------------------------------------------------------

@@ -219,12 +219,14 @@ def test_repeated_series_is_dropped_and_located(split_by_comment: bool) -> None:
     assert [s.value for s in family.samples] == [1.0, 1.0, 7.0]
 
 
-def test_a_repeated_series_is_shown_escaped() -> None:
-    """The message quotes label values as the wire does, so the series can be grepped for."""
-    payload = b'# TYPE a gauge\na{y="q\\"z"} 1\na{y="q\\"z"} 3\n'
+def test_a_repeated_series_is_shown_as_written() -> None:
+    """The message quotes the line's labels as the wire has them (escaped, in their order), so
+    the series can be grepped for."""
+    payload = b'# TYPE a gauge\na{y="q\\"z",b="1"} 1\na{y="q\\"z",b="1"} 3\n'
     exposition = read_exposition(payload, Format.TEXT, Verify.FULL)
+    series = 'a{y="q\\"z",b="1"}'
     assert [str(p) for p in exposition.problems] == [
-        'line 3, family a: series a{y="q\\"z"} repeats the one at line 2; the repeat is dropped'
+        f"line 3, family a: series {series} repeats the one at line 2; the repeat is dropped"
     ]
 
 

@@ -16,7 +16,7 @@ from metricbridge.config import load_config
 from metricbridge.errors import ConfigError, ExpositionError
 from metricbridge.exposition_reader import Verify
 from metricbridge.model import Format
-from metricbridge.pipeline import detect_format, render, run_pipeline
+from metricbridge.pipeline import detect_format, render, run_pipeline, stray_eof_line
 from metricbridge.rules import compile_rules
 
 EXIT_OK, EXIT_USAGE = 0, 2
@@ -212,6 +212,13 @@ def _translated(args: argparse.Namespace) -> bytes:
         raise _UnusableInputError(f"{args.input}: cannot read: {exc.strerror or exc}") from exc
     source = "<stdin>" if args.input == "-" else args.input
     in_format = detect_format(payload) if args.input_format == "auto" else Format(args.input_format)
+    stray = stray_eof_line(payload) if args.input_format == "auto" else None
+    if stray is not None:
+        print(
+            f"{source}: line {stray}: '# EOF' with more lines after it: read as the text format, "
+            "where it is a comment (--input-format openmetrics if this is OpenMetrics)",
+            file=sys.stderr,
+        )
     try:
         outcome = run_pipeline(payload, in_format, rules)
     except ExpositionError as exc:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +20,7 @@ import aiohttp
 from metricbridge.background import fetch_server_info, server_info_urls
 from metricbridge.dashboards import InputError
 from metricbridge.errors import UpstreamError
-from metricbridge.pipeline import detect_format
+from metricbridge.pipeline import detect_format, stray_eof_line
 from metricbridge.scrape import Upstream, fetch, parse_upstream
 from metricbridge.served import Payload
 
@@ -106,6 +107,13 @@ def read_snapshot(path: Path) -> Payload:
         raise InputError(str(path), f"cannot read: {exc.strerror or exc}") from exc
     if not body:
         raise InputError(str(path), "empty exposition (0 bytes)")
+    stray = stray_eof_line(body)
+    if stray is not None:
+        print(
+            f"{path}: line {stray}: '# EOF' with more lines after it: read as the text format, "
+            "where it is a comment",
+            file=sys.stderr,
+        )
     return Payload(str(path), body, detect_format(body))
 
 

@@ -530,7 +530,7 @@ class _Reader:
             key = (sample.name, tuple(sorted(sample.labels)))
             first = first_seen.setdefault(key, line)
             if first != line:
-                series = sample.name + (label_set(key[1]) if sample.labels else "")
+                series = sample.name + (label_set(sample.labels) if sample.labels else "")
                 message = f"series {series} repeats the one at line {first}; the repeat is dropped"
                 problem = ExpositionError(message, line=line, family=builder.declared)
                 self.result.problems.append(problem)

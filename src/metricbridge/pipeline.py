@@ -13,16 +13,32 @@ from metricbridge.translate import Translation, translate
 
 
 def detect_format(payload: bytes) -> Format:
-    """OpenMetrics if any line is exactly ``# EOF``, else the text format.
+    """OpenMetrics if the last line that is not blank is exactly ``# EOF``, else the text format.
 
-    Anywhere, not only at the end: lines after the ``# EOF`` make an OpenMetrics file invalid,
-    and read as text they would pass unchecked (a text-format comment may be ``# EOF`` too, but
-    a file carrying one is far likelier cut-and-pasted OpenMetrics; ``--input-format text``
-    reads it as text).
+    Only the last: elsewhere, ``# EOF`` is as likely a text-format comment, and reading a text
+    file as OpenMetrics would change it (timestamps are seconds there, counters must end in
+    ``_total``). ``stray_eof_line`` finds the ambiguous case so that callers can say so.
     """
-    at_start = payload.startswith(b"# EOF\n") or payload == b"# EOF"
-    inside = b"\n# EOF\n" in payload or payload.endswith(b"\n# EOF")
-    return Format.OPENMETRICS if at_start or inside else Format.TEXT
+    end = _content_end(payload)
+    start = payload.rfind(b"\n", 0, end) + 1
+    return Format.OPENMETRICS if payload[start:end] == b"# EOF" else Format.TEXT
+
+
+def stray_eof_line(payload: bytes) -> int | None:
+    """The line number of a ``# EOF`` line that more lines follow, if there is one."""
+    end = _content_end(payload)
+    if payload.startswith(b"# EOF\n") and end > len(b"# EOF"):
+        return 1
+    at = payload.find(b"\n# EOF\n", 0, end)
+    return None if at < 0 else payload.count(b"\n", 0, at) + 2
+
+
+def _content_end(payload: bytes) -> int:
+    """Where the payload ends but for trailing newlines (no copy: payloads reach 10 MB)."""
+    end = len(payload)
+    while end and payload[end - 1] == 0x0A:
+        end -= 1
+    return end
 
 
 @dataclass(frozen=True, slots=True)
