@@ -10,8 +10,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from metricbridge.config import Config, Disposition, FamilyRule
-from metricbridge.family_names import wire_names
-from metricbridge.model import Format, MetricType, sample_base
+from metricbridge.family_names import served_names
+from metricbridge.model import MetricType, sample_base
 from metricbridge.yaml_nodes import Issues, RuleIssues
 
 # Rules that read an upstream family by name, before any rule has run (translate.py by_input).
@@ -175,13 +175,7 @@ class _Occupant:
 
     def names(self) -> frozenset[str]:
         """Its names in either wire format (a shared name clashes in at least one)."""
-        names = wire_names(self.name, self.type, Format.TEXT)
-        names |= wire_names(self.name, self.type, Format.OPENMETRICS)
-        if self.type is MetricType.GAUGEHISTOGRAM:
-            # The text format declares it a histogram (prometheus_client's mapping, as the
-            # writer does), and a text parser then owns its _sum and _count names too.
-            names |= wire_names(self.name, MetricType.HISTOGRAM, Format.TEXT)
-        return names
+        return served_names(self.name, self.type)
 
     @property
     def noun(self) -> str:

@@ -50,6 +50,12 @@ def wire_names(name: str, mtype: MetricType, fmt: Format) -> frozenset[str]:
 
 
 @functools.lru_cache(maxsize=4096)
+def served_names(name: str, mtype: MetricType) -> frozenset[str]:
+    """The names a family takes in either wire format: a response may be in either."""
+    return wire_names(name, mtype, Format.TEXT) | wire_names(name, mtype, Format.OPENMETRICS)
+
+
+@functools.lru_cache(maxsize=4096)
 def fast_needles(declared: str, mtype: MetricType, fmt: Format) -> tuple[bytes, ...]:
     """Line prefixes that are valid, unchanged, in both wire formats; empty: never fast."""
     base, _, suffixes = allowed_suffixes(declared, mtype, fmt)

@@ -15,10 +15,10 @@ from enum import StrEnum
 from metricbridge.config import Disposition, FamilyRule
 from metricbridge.derive import derive_all
 from metricbridge.errors import ExpositionError
-from metricbridge.family_names import wire_names
+from metricbridge.family_names import served_names
 from metricbridge.family_parse import parse_family
 from metricbridge.idle import IdleState, observe, zero_gauges
-from metricbridge.model import AnyFamily, Family, FamilyMeta, Format, Labels, RawFamily
+from metricbridge.model import AnyFamily, Family, FamilyMeta, Labels, RawFamily
 from metricbridge.naming import escaped_copies, restore_escaped
 from metricbridge.ops import ScaleError, relabel, rename, scale, select
 from metricbridge.rules import CompiledRule, CompiledRules
@@ -79,14 +79,6 @@ class Translation:
 def sample_count(family: AnyFamily) -> int:
     """Number of sample lines in a family."""
     return family.sample_count if isinstance(family, RawFamily) else len(family.samples)
-
-
-def _served_names(family: AnyFamily) -> frozenset[str]:
-    """The names a family takes in either wire format (see family_names.wire_names)."""
-    meta = family.meta
-    return wire_names(meta.name, meta.type, Format.TEXT) | wire_names(
-        meta.name, meta.type, Format.OPENMETRICS
-    )
 
 
 def _output_meta(rule: FamilyRule, source: FamilyMeta) -> FamilyMeta:
@@ -207,7 +199,7 @@ class _Run:
         taken: dict[str, str] = {}
         clashing: set[int] = set()
         for family in (*upstream, *(f for f in self.out if f.name not in self.present)):
-            names = _served_names(family)
+            names = served_names(family.meta.name, family.meta.type)
             shared = names & taken.keys()
             if not shared:
                 taken.update(dict.fromkeys(names, family.name))
