@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -15,7 +16,7 @@ from metricbridge.cli_options import EnvError, apply_environment
 from metricbridge.cli_rules import add_rules_command
 from metricbridge.cli_serve import SERVE_EPILOG, add_serve_command, add_service_options
 
-EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 Handler = Callable[[argparse.Namespace], int]
 _USAGE = """\
 %(prog)s [serve] --upstream HOST:PORT|URL [OPTIONS]   run the sidecar
@@ -81,6 +82,9 @@ def parse_command_line(parser: argparse.ArgumentParser, argv: Sequence[str]) -> 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the process exit status."""
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        # Names and titles come from users' files; one lone surrogate must not end a report.
+        sys.stdout.reconfigure(errors="backslashreplace")
     parser = build_parser()
     try:
         args = parse_command_line(parser, sys.argv[1:] if argv is None else argv)
@@ -91,8 +95,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if handler is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
+    return _run(handler, args)
+
+
+def _run(handler: Handler, args: argparse.Namespace) -> int:
+    """Run a command; whatever escapes it becomes an exit status and one line, not a traceback."""
     try:
         return handler(args)
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away (`metricbridge translate big.prom | head`): not our error to
         # report. Python would print a traceback when it flushes stdout at exit, so stdout is
@@ -100,3 +111,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_FINDINGS
+    except OSError as exc:
+        # Writing the report failed (a full disk, /dev/full): not a finding, not a crash.
+        print(f"metricbridge: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except Exception as exc:  # noqa: BLE001 - the last line between a bug and a traceback
+        # Exit 1 means "something is missing" to CI, 2 "unusable input": a bug is neither.
+        print(
+            f"metricbridge: internal error ({type(exc).__name__}: {exc}); please report it "
+            "with the command line and input that caused it",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL

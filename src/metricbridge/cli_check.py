@@ -2,8 +2,9 @@
 
 Exit codes, for all three: 0 fine, 1 something needed is missing (``check``: a failing
 finding; ``diff``: a served contract row lost or a dashboard broken), 2 unusable input (a
-rules file, snapshot, upstream or dashboard that cannot be read), reported on stderr as
-``error: ...`` and never as a traceback.
+rules file, snapshot, upstream or dashboard that cannot be read, or output that cannot be
+written), reported on stderr as ``error: ...`` and never as a traceback; 3 a bug in
+metricbridge (``cli._run``), so that CI never takes a crash for a finding.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ def add_check_command(commands: Any) -> None:  # noqa: ANN401 - argparse's subpa
         description="Check that every family, label and label value the given Grafana "
         "dashboards, Prometheus rule files and PromQL files need is in the payload the bridge "
         "serves for the given upstream. Exit 0: all served; 1: something is missing "
-        "(structural rows excepted); 2: unusable input.",
+        "(structural rows excepted); 2: unusable input; 3: a bug in metricbridge.",
     )
     parser.add_argument(
         "files", nargs="+", type=Path, metavar="FILE",

@@ -219,6 +219,10 @@ def _load_dashboard(text: str, collector: _Collector) -> None:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(collector.file, exc.msg, line=exc.lineno, column=exc.colno) from exc
+    except RecursionError as exc:
+        raise InputError(collector.file, "JSON nested too deeply to read") from exc
+    except ValueError as exc:  # an integer of more digits than Python converts
+        raise InputError(collector.file, f"unreadable JSON: {exc}") from exc
     if not isinstance(document, dict):
         kind = type(document).__name__
         raise InputError(collector.file, f"expected a JSON object at the top level, got {kind}")
@@ -241,6 +245,8 @@ def _load_rules(text: str, collector: _Collector) -> None:
     """Read ``groups[].rules[]``, from the document root or a PrometheusRule's ``spec``."""
     try:
         documents = [doc for doc in yaml.compose_all(text, Loader=yaml.SafeLoader) if doc]
+    except RecursionError as exc:
+        raise InputError(collector.file, "YAML nested too deeply to read") from exc
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if isinstance(mark, yaml.Mark) else None

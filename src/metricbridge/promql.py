@@ -155,11 +155,23 @@ class ExprUsage:
 # --- Analysis --------------------------------------------------------------------------------
 
 
+# Arithmetic, comparison and set operators, unary signs included; label matchers count too,
+# which only makes the bound below more conservative.
+_OPERATOR = re.compile(r"[-+*/%^]|[=!<>]=|[<>]|\b(?:and|or|unless)\b")
+_MAX_OPERATORS = 1000
+
+
 def analyze(expr: str) -> ExprUsage:
     """Parse ``expr`` (after variable substitution) and report what it reads from the data.
 
     Raises ``PromQLError`` with the parser's message if the expression does not parse.
     """
+    operators = len(_OPERATOR.findall(expr))
+    if operators > _MAX_OPERATORS:
+        # The Rust parser recurses once per operator and crashes the whole process (SIGSEGV)
+        # somewhere past 3,000 of them; no dashboard query comes near the limit.
+        message = f"too long to analyse: {operators} operators (at most {_MAX_OPERATORS})"
+        raise PromQLError(message, expr)
     walk = _Walk()
     try:
         walk.visit(promql_parser.parse(_prepare(expr)))
