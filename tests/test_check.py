@@ -58,6 +58,24 @@ def test_overview_passes_against_hicache():
     assert report.queries == 15
 
 
+RATE_ROWS = [
+    "sglang:device_cache_hit_rate",
+    "sglang:host_cache_hit_rate",
+    "sglang:encoder_cache_req_hit_rate",
+    "sglang:encoder_cache_byte_hit_rate",
+]
+
+
+def test_rates_between_two_fetches_are_pending_in_one_snapshot_not_failing(tmp_path: Path):
+    """The running bridge serves them from its second fetch; one payload cannot show them."""
+    queries = tmp_path / "rates.promql"
+    queries.write_text("".join(f"{name}\n" for name in RATE_ROWS))
+    report = check([queries], "hicache", "epd-encoder")
+    assert [(f.subject, f.contract, f.failing) for f in report.findings] == [
+        (name, MissingClass.PENDING, False) for name in RATE_ROWS
+    ]
+
+
 def test_storage_mooncake_panel_fails_against_tp1_only():
     """cache_source="storage_MooncakeStore" exists only where the engine has an L3 tier."""
     report = check([OVERVIEW], "tp1")

@@ -4,7 +4,9 @@ A dashboard that selects a contract family the bridge cannot serve is in one of 
 situations: the row is ``structural`` (never emitted by contract: expected absent, not an
 error), ``engine`` (needs instrumentation inside the engine; the row's note says what), or
 ``upstream`` (the bridge honours the row from community data, but this payload lacks what it
-needs; the translation's reason says what). A name no row knows is ``unknown``. Pure.
+needs; the translation's reason says what). A rate the bridge derives from two fetches is
+``pending`` in one payload: served by the running bridge from its second fetch, so not a
+failure either. A name no row knows is ``unknown``. Pure.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from metricbridge.config import Disposition, FamilyRule
+from metricbridge.derive import NEEDS_TWO_FETCHES
 from metricbridge.model import TYPE_SUFFIXES, MetricType, sample_base
 from metricbridge.translate import RowState, RowStatus
 
@@ -30,6 +33,7 @@ class MissingClass(StrEnum):
     STRUCTURAL = "structural"  # absent by contract: not a failure
     ENGINE = "engine"  # needs engine instrumentation
     UPSTREAM = "upstream"  # a translated row whose community source this payload lacks
+    PENDING = "pending"  # a rate between two fetches: one payload cannot show it
     UNKNOWN = "unknown"  # not a contract row
 
 
@@ -84,6 +88,8 @@ class ContractIndex:
             return Verdict(MissingClass.ENGINE, rule.name, note)
         if status is not None and status.state is RowState.STRUCTURAL:
             return Verdict(MissingClass.STRUCTURAL, rule.name, status.reason)
+        if status is not None and status.reason == NEEDS_TWO_FETCHES:
+            return Verdict(MissingClass.PENDING, rule.name, status.reason)
         reason = status.reason if status is not None else f"{rule.disposition} row"
         return Verdict(MissingClass.UPSTREAM, rule.name, reason)
 

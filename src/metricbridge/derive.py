@@ -70,6 +70,10 @@ def _deltas(
     return sums
 
 
+# A rate row's reason on the first fetch: one snapshot can never show it (contract_index).
+NEEDS_TWO_FETCHES = "no value yet: a rate needs two fetches"
+
+
 def _ratio_of_deltas(
     derive: Derive,
     families: Mapping[str, AnyFamily],
@@ -91,7 +95,7 @@ def _ratio_of_deltas(
         f"{denominator.family}{sorted(denominator.match.items())}", den, memory, derive.by, seen
     )
     if not den_deltas:
-        return "no value yet: a rate needs two fetches"
+        return NEEDS_TWO_FETCHES
     out = [
         (group, num_deltas.get(group, 0.0) / moved)
         for group, moved in den_deltas.items()

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 from itertools import groupby
 from typing import Any
 
+from metricbridge.contract_index import MissingClass
 from metricbridge.dashboards import InputProblem
 from metricbridge.findings import CheckReport, Finding
 from metricbridge.render_table import markdown_cell, markdown_table, one_line
@@ -26,12 +27,15 @@ def render_check(report: CheckReport, fmt: str) -> str:
 def check_summary(report: CheckReport) -> str:
     """One line: passed or failed, and the counts."""
     failing = len(report.failing)
-    structural = len(report.findings) - failing
+    pending = sum(f.contract is MissingClass.PENDING for f in report.findings)
+    structural = len(report.findings) - failing - pending
     verdict = "FAILED" if failing else "passed"
     files = f"{len(report.files)} file{'s' if len(report.files) != 1 else ''}"
+    waiting = f", {pending} pending a second fetch (not failing)" if pending else ""
     return (
         f"check {verdict}: {files}, {report.queries} queries checked: {failing} failing "
-        f"finding(s), {structural} structural (not failing), {len(report.not_checked)} not checked"
+        f"finding(s), {structural} structural (not failing){waiting}, "
+        f"{len(report.not_checked)} not checked"
     )
 
 

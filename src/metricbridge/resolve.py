@@ -165,6 +165,11 @@ def _explain(verdict: Verdict) -> str:
         return f"contract row {verdict.row} is structural, expected absent ({verdict.detail})"
     if verdict.cls is MissingClass.ENGINE:
         return f"contract row {verdict.row} needs engine instrumentation: {verdict.detail}"
+    if verdict.cls is MissingClass.PENDING:
+        return (
+            f"contract row {verdict.row} is a rate between two fetches, served by the running "
+            "bridge from its second fetch; one payload cannot show it (not failing)"
+        )
     return f"contract row {verdict.row} is not served from this payload: {verdict.detail}"
 
 
