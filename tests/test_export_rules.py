@@ -264,6 +264,35 @@ def test_in_place_relabel_is_scoped_to_its_family() -> None:
     ]
 
 
+def test_anchors_of_a_relabel_regex_are_carried_over_or_refused(tmp_path: Path) -> None:
+    """Placed after the family's name, a leading ^ or trailing $ would never match in Prometheus:
+    they are dropped (no-ops in a whole-value match); an anchor inside is listed, not exported."""
+    path = tmp_path / "anchors.yaml"
+    path.write_text(
+        """
+version: 1
+families:
+  up:anchored:
+    disposition: relabel
+    type: gauge
+    relabel:
+      - {source_labels: [e], regex: "^e1$", target_label: e, replacement: E}
+  up:inside:
+    disposition: relabel
+    type: gauge
+    relabel:
+      - {source_labels: [e], regex: "a^b", target_label: e, replacement: E}
+"""
+    )
+    export = export_rules(load_config(path), RuleFormat.RELABEL)
+    steps = _body(export)["metric_relabel_configs"]
+    assert [step["regex"] for step in steps][-1:] == ["up:anchored;(?:e1)"]
+    message = "regex 'a^b': an anchor (^) inside it cannot be placed after the family's name"
+    assert _section(_header(export), "relabel steps") == [
+        f"up:inside: {message} in one Prometheus regex"
+    ]
+
+
 def test_select_drops_the_selecting_label_and_scale_divides() -> None:
     """Selects aggregate the matched label away; a 1/N factor divides, as the bridge does."""
     records = _records(load_config())

@@ -131,7 +131,7 @@ def _scoped_steps(rule: FamilyRule) -> list[Step]:
 
 def _scoped(rule: FamilyRule, step: RelabelConfig) -> list[Step]:
     names = name_pattern(rule.name, rule.type)
-    regex = f"{names}{re2_escape(step.separator)}(?:{step.regex})"
+    regex = f"{names}{re2_escape(step.separator)}(?:{_unanchored(step.regex)})"
     scope: Step = {
         "source_labels": ["__name__", *step.source_labels],
         "separator": step.separator,
@@ -158,6 +158,38 @@ def _scoped(rule: FamilyRule, step: RelabelConfig) -> list[Step]:
             "replacement": go_template(step.replacement),
         }
     ]
+
+
+def _unanchored(regex: str) -> str:
+    """``regex`` without a leading ``^`` or trailing ``$``: after a family's name they never match.
+
+    Prometheus anchors the whole joined text, not each part. Both are no-ops where they stand,
+    since relabel regexes match whole values anyway; an anchor anywhere else cannot be carried
+    over and is refused.
+    """
+    body = regex.removeprefix("^")
+    if body.endswith("$") and not _escaped(body, len(body) - 1):
+        body = body[:-1]
+    in_class = False
+    for index, char in enumerate(body):
+        if _escaped(body, index):
+            continue
+        if char == "[" and not in_class:
+            in_class = True
+        elif char == "]" and in_class:
+            in_class = False
+        elif char in "^$" and not in_class:
+            raise _InexpressibleError(
+                f"regex {regex!r}: an anchor ({char}) inside it cannot be placed after the "
+                "family's name in one Prometheus regex"
+            )
+    return body
+
+
+def _escaped(text: str, index: int) -> bool:
+    """Whether ``text[index]`` follows an odd number of backslashes."""
+    slashes = len(text[:index]) - len(text[:index].rstrip("\\"))
+    return slashes % 2 == 1
 
 
 def _constant(rule: FamilyRule, step: RelabelConfig) -> list[Step]:
