@@ -105,6 +105,20 @@ def test_heatmap_le_grouping_needs_bucket_samples(tmp_path: Path):
     assert (finding.location, finding.subject) == ("line 2", "le")
 
 
+def test_dropping_or_ignoring_an_absent_label_is_no_finding(tmp_path: Path):
+    """`without (dp_rank)` on an engine without DP changes nothing; `by (dp_rank)` needs it."""
+    queries = tmp_path / "dp.promql"
+    queries.write_text(
+        "sum without (dp_rank) (sglang:num_running_reqs)\n"
+        "sglang:num_running_reqs / ignoring(dp_rank) sglang:num_queue_reqs\n"
+        "sum by (dp_rank) (sglang:num_running_reqs)\n"
+    )
+    report = check([queries], "tp1")
+    assert [(f.line, f.kind, f.subject) for f in report.findings] == [
+        (3, FindingKind.MISSING_LABEL, "dp_rank")
+    ]
+
+
 def test_histogram_quantile_without_le(tmp_path: Path):
     """histogram_quantile over ``_sum`` samples reads an ``le`` label they do not have."""
     queries = write(

@@ -18,7 +18,14 @@ from metricbridge.contract_index import ContractIndex, MissingClass
 from metricbridge.dashboards import LoadResult, Query, QueryKind
 from metricbridge.findings import CheckReport, Finding, FindingKind
 from metricbridge.produced_labels import produced_labels
-from metricbridge.promql import VARIABLE_PLACEHOLDER, LabelMatcher, LabelUse, MatchOp, Selector
+from metricbridge.promql import (
+    VARIABLE_PLACEHOLDER,
+    LabelMatcher,
+    LabelUse,
+    LabelUseKind,
+    MatchOp,
+    Selector,
+)
 from metricbridge.resolve import Miss, Resolver, Target
 from metricbridge.series_match import accepts, matches_empty, series_accepts
 
@@ -72,6 +79,11 @@ def check_queries(
 
 
 _Issue = tuple[FindingKind, str, str]  # kind, subject, reason
+
+
+# Dropping or ignoring a label a series lacks changes nothing: dashboards written for DP and
+# non-DP engines alike say `without (dp_rank)` on purpose.
+_REMOVING = frozenset({LabelUseKind.WITHOUT, LabelUseKind.IGNORING})
 
 
 class _QueryCheck:
@@ -177,6 +189,8 @@ class _QueryCheck:
         return f"{matcher} matches no served series of {target.names} (served values: {shown})"
 
     def _label_use(self, use: LabelUse) -> None:
+        if use.kind in _REMOVING:
+            return
         for label in use.labels:
             if label in self.assumed:
                 continue
