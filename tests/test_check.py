@@ -192,6 +192,24 @@ def test_regex_matcher_matching_nothing(tp1_findings):
     assert 'served values: "false", "true"' in finding.reason
 
 
+@pytest.mark.parametrize(
+    ("regex", "value", "expected"),
+    [
+        ("[[:alpha:]]+", "abc", True),  # RE2's POSIX class, not the letters ":ahlp"
+        ("[[:alpha:]]+", "a1", False),
+        ("[^[:digit:]]+", "ab", True),
+        ("(?i)META-llama.*", "meta-llama/x", True),  # a leading flag group, kept in front
+        ("(?i)nomatch", "other", False),
+        ("(?U)a+", "aaa", True),
+    ],
+)
+def test_prometheus_regex_syntax_is_read_as_prometheus_reads_it(
+    regex: str, value: str, expected: bool
+) -> None:
+    matcher = LabelMatcher("model_name", MatchOp.RE, regex, is_variable=False)
+    assert accepts(matcher, value) is expected
+
+
 def test_regex_is_fully_anchored(tp1_findings):
     """``=~"Llama"`` does not match "meta-llama/Llama-3.1-8B-Instruct": Prometheus anchors."""
     finding = only(at(tp1_findings, "Model substring"), FindingKind.NO_MATCHING_VALUE)

@@ -17,11 +17,38 @@ from metricbridge.promql import VARIABLE_PLACEHOLDER, LabelMatcher, MatchOp
 __all__ = ["accepts", "compile_regex", "matches_empty", "name_pattern", "series_accepts"]
 
 
+# RE2's flag group at the start, e.g. (?i): Python takes global flags only at the very start.
+_LEADING_FLAGS = re.compile(r"\(\?[imsU]+\)")
+# RE2's POSIX classes, which Python reads as a set of the letters ([:alpha:] as ":ahlp").
+_POSIX_CLASSES = {
+    "[:alnum:]": "0-9A-Za-z",
+    "[:alpha:]": "A-Za-z",
+    "[:ascii:]": "\\x00-\\x7f",
+    "[:blank:]": "\\t ",
+    "[:cntrl:]": "\\x00-\\x1f\\x7f",
+    "[:digit:]": "0-9",
+    "[:graph:]": "!-~",
+    "[:lower:]": "a-z",
+    "[:print:]": " -~",
+    "[:punct:]": "!-/:-@\\[-`{-~",
+    "[:space:]": "\\t\\n\\v\\f\\r ",
+    "[:upper:]": "A-Z",
+    "[:word:]": "0-9A-Za-z_",
+    "[:xdigit:]": "0-9A-Fa-f",
+}
+
+
 @functools.lru_cache(maxsize=1024)
 def compile_regex(pattern: str) -> re.Pattern[str] | None:
     """Compile a PromQL regex anchored as Prometheus does; None if Python cannot read it."""
+    flags = _LEADING_FLAGS.match(pattern)
+    head, body = (flags.group(), pattern[flags.end() :]) if flags else ("", pattern)
+    for posix, python in _POSIX_CLASSES.items():
+        body = body.replace(posix, python)
+    # U (ungreedy) changes what a match spans, never whether a whole value matches.
+    head = head.replace("U", "").replace("(?)", "")
     try:
-        return re.compile(f"(?:{pattern})", re.DOTALL)
+        return re.compile(f"{head}(?:{body})", re.DOTALL)
     except re.error:
         return None  # RE2 syntax Python lacks (e.g. \pN classes): such matchers are not judged
 
