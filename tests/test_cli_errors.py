@@ -105,3 +105,13 @@ def test_a_bug_is_exit_3_not_a_finding(capsys: pytest.CaptureFixture[str]) -> No
         "metricbridge: internal error (KeyError: 'boom'); please report it with the command "
         "line and input that caused it\n"
     )
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf"])
+def test_an_offline_upstream_timeout_must_be_a_positive_number(
+    value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["contract", "--upstream", ":20001", "--upstream-timeout", value])
+    assert exited.value.code == 2
+    assert f"invalid value '{value}': expected a number of seconds > 0" in capsys.readouterr().err

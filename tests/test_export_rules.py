@@ -361,6 +361,21 @@ def test_cli_prints_rules_and_exits_zero(capsys: pytest.CaptureFixture[str]) -> 
             id="bad-window",
         ),
         pytest.param(
+            ["--format", "prometheus-rules", "--rate-window", "10"],
+            "cannot use rate window '10': expected a duration such as 5m",
+            id="window-without-a-unit",  # Prometheus 3 reads seconds; promtool 2 refuses it
+        ),
+        pytest.param(
+            ["--format", "prometheus-rules", "--match", '"job"="x"'],
+            "expected plain matchers",
+            id="quoted-label-name",
+        ),
+        pytest.param(
+            ["--format", "prometheus-rules", "--match", 'job="x" or job="y"'],
+            "expected plain matchers",
+            id="or-of-matchers",
+        ),
+        pytest.param(
             ["--format", "prometheus-rules", "-c", str(TESTS / "nope.yaml")],
             "cannot read",
             id="missing-config",

@@ -18,6 +18,7 @@ from pathlib import Path
 import aiohttp
 
 from metricbridge.background import fetch_server_info, server_info_urls
+from metricbridge.cli_options import positive_seconds
 from metricbridge.dashboards import InputError
 from metricbridge.errors import UpstreamError
 from metricbridge.pipeline import detect_format, stray_eof_line
@@ -66,7 +67,7 @@ def add_source_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--upstream-timeout",
-        type=float,
+        type=positive_seconds,
         default=10.0,
         metavar="SECONDS",
         help="cap on each upstream fetch (default 10)",

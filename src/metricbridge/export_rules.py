@@ -7,6 +7,7 @@ and this output cannot, and why. Pure: ``export_rules`` returns text.
 
 from __future__ import annotations
 
+import re
 import textwrap
 from collections import defaultdict
 from enum import StrEnum
@@ -105,6 +106,11 @@ _CAVEATS: dict[RuleFormat, tuple[str, ...]] = {
 }
 
 
+_MATCHER = r'[a-zA-Z_][a-zA-Z0-9_]*\s*(?:=~|!~|!=|=)\s*"(?:[^"\\]|\\.)*"'
+_CLASSIC_MATCHERS = re.compile(rf"\s*{_MATCHER}(?:\s*,\s*{_MATCHER})*\s*,?\s*")
+_DURATION = re.compile(r"(?:[0-9]+(?:ms|[smhdwy]))+")
+
+
 def check_matchers(matchers: str) -> str:
     """Check label matchers to add (``job="sglang"``); return them stripped or raise ValueError."""
     text = matchers.strip()
@@ -116,6 +122,13 @@ def check_matchers(matchers: str) -> str:
         raise ValueError(f"cannot use matchers {matchers!r}: {exc}") from None
     if not isinstance(parsed, promql_parser.VectorSelector) or parsed.name != "x":
         raise ValueError(f"cannot use matchers {matchers!r}: expected label matchers only")
+    if not _CLASSIC_MATCHERS.fullmatch(text):
+        # promql_parser reads Prometheus 3's quoted label names and `or` groups; promtool
+        # and Prometheus 2 refuse the rule files then, so only plain matchers go in.
+        raise ValueError(
+            f"cannot use matchers {matchers!r}: expected plain matchers such as "
+            'job="sglang",env=~"prod.*" (no quoted label names, no "or")'
+        )
     return text
 
 
@@ -125,8 +138,9 @@ def check_window(window: str) -> str:
         parsed = promql_parser.parse(f"x[{window}]")
     except ValueError as exc:
         raise ValueError(f"cannot use rate window {window!r}: {exc}") from None
-    if isinstance(parsed, promql_parser.MatrixSelector):
+    if isinstance(parsed, promql_parser.MatrixSelector) and _DURATION.fullmatch(window):
         return window
+    # A bare number ([10]) parses as seconds in Prometheus 3 only; 0 is no window at all.
     raise ValueError(f"cannot use rate window {window!r}: expected a duration such as 5m")
 
 
