@@ -272,7 +272,7 @@ def test_content_after_eof_is_reported_when_read_as_openmetrics(
     path.write_bytes(b"# TYPE sglang:a gauge\nsglang:a 1.0\n# EOF\nsglang:b 2.0\n")
     assert main(["translate", str(path), "--input-format", "openmetrics"]) == 2
     captured = capsys.readouterr()
-    assert f"{path}: line 4: content after '# EOF' ignored" in captured.err
+    assert f"{path}: line 4: content after '# EOF', which ends an exposition" in captured.err
     assert captured.out == ""
 
 

@@ -366,6 +366,17 @@ def test_a_creation_time_of_no_series_is_left_out_and_reported() -> None:
     list(om_fd_to_metric_families(io.StringIO(om)))
 
 
+def test_blank_lines_after_eof_are_not_content() -> None:
+    """An editor's trailing newline is no reason to refuse an OpenMetrics file."""
+    exposition = read_exposition(b"# TYPE a gauge\na 1\n# EOF\n\n\n", Format.OPENMETRICS)
+    assert [f.name for f in exposition.families] == ["a"]
+    assert not exposition.problems
+    exposition = read_exposition(b"# TYPE a gauge\na 1\n# EOF\n\nb 2\n", Format.OPENMETRICS)
+    assert [str(p) for p in exposition.problems] == [
+        "line 4: content after '# EOF', which ends an exposition"
+    ]
+
+
 def test_escaped_looking_family_after_its_sibling_stays_separate() -> None:
     """Only a family with no sample spelled as declared gets client_python#1177's restoration."""
     payload = b'# TYPE a:b gauge\na:b{x="1"} 1\na_b{x="1"} 2\n# EOF\n'

@@ -79,7 +79,7 @@ environment:
   (the flag wins); an empty variable counts as unset. Values are checked as the flag's are
   (booleans: 1/0, true/false, yes/no, on/off, in any case). Only the command that uses a
   variable reads it: these are read by serve alone, METRICBRIDGE_CONFIG also by translate,
-  check, contract and rules. SGLANG_IDLE_METRIC_HEARTBEAT=1 turns idle zeroing on.
+  check, contract, diff and rules. SGLANG_IDLE_METRIC_HEARTBEAT=1 turns idle zeroing on.
 
 exit status:
   0 stopped by SIGTERM or SIGINT; 2 cannot start: a bad flag, variable or rules file, or an

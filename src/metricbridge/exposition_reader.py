@@ -155,10 +155,14 @@ class _Reader:
                 eol = payload.find(b"\n", pos)
                 eol = size if eol < 0 else eol
                 if self._comment(payload[pos:eol]):
-                    if eol + 1 < size:
+                    # Blank lines after it are an editor's doing, not content.
+                    if payload.count(b"\n", eol + 1) != size - eol - 1:
                         self._finish()
                         self.result.problems.append(
-                            ExpositionError("content after '# EOF' ignored", line=self.line + 1)
+                            ExpositionError(
+                                "content after '# EOF', which ends an exposition",
+                                line=self.line + 1,
+                            )
                         )
                     break
                 pos, self.line = eol + 1, self.line + 1
