@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import Counter
 from typing import Any
@@ -12,6 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families as parse_tex
 
 from conftest import FIXTURES
 from metricbridge.config import load_config, parse_config
+from metricbridge.exposition_reader import Verify
 from metricbridge.model import Format
 from metricbridge.pipeline import render, run_pipeline
 from metricbridge.rules import compile_rules
@@ -95,3 +97,17 @@ async def test_every_accept_header_gets_the_same_names(
         seen[label] = names
         assert not any(n.startswith("sglang_") for n in names), label
     assert len({frozenset(v) for v in seen.values()}) == 1
+
+
+def test_a_text_read_of_an_openmetrics_fixture_round_trips_through_openmetrics() -> None:
+    """test_fuzz_contract's find: dp8.om.txt read as text, written as OpenMetrics and read
+    again gives the same bytes (the escaped _created, _sum, ... families restored alike)."""
+    payload = (FIXTURES / "dp8.om.txt").read_bytes()
+    rules = dataclasses.replace(
+        compile_rules(parse_config("version: 1\nfamilies: {}\n", "t.yaml")),
+        validation=Verify.STRUCTURE,
+    )
+    first = render(run_pipeline(payload, Format.TEXT, rules), Format.OPENMETRICS)
+    again = run_pipeline(first, Format.OPENMETRICS, rules)
+    assert not again.problems
+    assert render(again, Format.OPENMETRICS) == first

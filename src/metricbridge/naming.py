@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from metricbridge.config_synth import NamingConfig
-from metricbridge.family_names import served_names
-from metricbridge.model import AnyFamily, FamilyMeta
+from metricbridge.family_names import allowed_suffixes
+from metricbridge.model import AnyFamily, FamilyMeta, Format
 from metricbridge.ops import rename
 
 
@@ -31,7 +31,7 @@ def restore_escaped(
         return list(families), 0
     names = {family.name for family in families}
     # Sample names too: `sglang_h_sum` must not become `sglang:h_sum` beside histogram `sglang:h`.
-    taken = names.union(*(served_names(f.meta.name, f.meta.type) for f in families))
+    taken = names | {name for family in families for name in _sample_names(family)}
     out: list[AnyFamily] = []
     restored = 0
     for family in families:
@@ -39,7 +39,7 @@ def restore_escaped(
         if name.startswith(escaped):
             target = prefix + name[len(escaped) :]
             wanted = replace(family.meta, name=target)
-            if not taken & served_names(target, wanted.type):
+            if not taken & {target, *_sample_names_of(wanted)}:
                 out.append(rename(family, wanted))
                 restored += 1
                 continue
@@ -64,3 +64,19 @@ def escaped_copies(families: Sequence[AnyFamily], naming: NamingConfig) -> list[
                     )
                 )
     return copies
+
+
+def _sample_names_of(meta: FamilyMeta) -> set[str]:
+    """Every name the family occupies: its sample names and (a counter's) OpenMetrics name.
+
+    The text format's names, not family_names.served_names: a text payload's escaped
+    ``x_created`` gauge must still be restored beside counter ``x_total``, as the reader folds
+    the same family into it when the payload comes as OpenMetrics; claiming ``x_created`` here
+    made the two formats translate one payload differently (test_fuzz_contract found it).
+    """
+    base, _, suffixes = allowed_suffixes(meta.name, meta.type, Format.TEXT)
+    return {base} | {base + suffix for suffix in suffixes}
+
+
+def _sample_names(family: AnyFamily) -> set[str]:
+    return _sample_names_of(family.meta)
