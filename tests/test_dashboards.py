@@ -404,6 +404,18 @@ def test_library_panel_from_elements_is_resolved() -> None:
     assert query.usage.metric_names == ("sglang:time_to_first_token_seconds_bucket",)
 
 
+def test_library_panels_listed_as_grafana_8_exports_them_are_resolved(tmp_path: Path) -> None:
+    """Grafana 8 wrote ``__elements`` as a list, each element with its own uid."""
+    model = panel("Running", {"refId": "A", "expr": "sum(sglang:num_running_reqs)"})
+    elements = [{"uid": "lib-run", "name": "Running", "kind": 1, "model": model}]
+    reference = {"type": "timeseries", "libraryPanel": {"uid": "lib-run", "name": "Running"}}
+    path = write_dashboard(tmp_path, panels=[reference], __elements=elements)
+    result = load_queries(path)
+    assert not result.problems
+    (query,) = result.queries
+    assert query.usage.metric_names == ("sglang:num_running_reqs",)
+
+
 def test_library_panel_with_inline_model_is_resolved() -> None:
     """A library panel reference that carries ``model`` is read from it."""
     query = query_at(load("external_export.json"), 'panel "Waiting requests" > query A')

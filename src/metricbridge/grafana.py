@@ -80,6 +80,19 @@ def _unwrap(outer: dict[str, object]) -> dict[str, object]:
     return board
 
 
+def _library(elements: object) -> dict[str, dict[str, object]]:
+    """Library panel models by uid, from ``__elements``.
+
+    Grafana 9 and later export a mapping of uid to element; Grafana 8 a list of elements, each
+    carrying its own uid.
+    """
+    if isinstance(elements, list):
+        pairs = [(_str(_dict(e).get("uid")), e) for e in elements]
+    else:
+        pairs = list(_dict(elements).items())
+    return {uid: _dict(_dict(e).get("model")) for uid, e in pairs if uid}
+
+
 class _Reader:
     """Collects what one dashboard holds."""
 
@@ -90,8 +103,7 @@ class _Reader:
         self.skipped: list[Skipped] = []
         self.values: dict[str, str] = {}
         self.datasources: dict[str, str] = {}
-        elements = _dict(board.get("__elements")) or _dict(outer.get("__elements"))
-        self.library = {uid: _dict(_dict(e).get("model")) for uid, e in elements.items()}
+        self.library = _library(board.get("__elements")) or _library(outer.get("__elements"))
         for item in _list(board.get("__inputs")) + _list(outer.get("__inputs")):
             self._input(_dict(item))
         for item in _variables(board):
