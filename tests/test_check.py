@@ -453,6 +453,16 @@ def test_cli_markdown_output(capsys):
     assert sum(line.startswith("| error |") for line in lines) == 1
 
 
+def test_cli_markdown_shows_names_and_regexes_as_written(capsys, tmp_path: Path):
+    """`.*nope.*`, `__name__` and a title's <b> must not turn into emphasis or HTML on GitHub."""
+    queries = tmp_path / "q.promql"
+    queries.write_text('{__name__=~"sglang:.*nope.*"}\n')
+    run = run_cli(capsys, "check", queries, "--snapshot", snap("tp1"), "--format", "markdown")
+    (row,) = [line for line in run.out.splitlines() if line.startswith("| error |")]
+    assert 'matches {\\_\\_name\\_\\_=\\~"sglang:.\\*nope.\\*"}' in row
+    assert '`{__name__=~"sglang:.*nope.*"}`' in row  # the query itself stays a code span
+
+
 def test_cli_merge_conflict_markers_exit_2(capsys):
     """A dashboard left mid-merge: exit 2, the marker's line, no traceback."""
     run = run_cli(capsys, "check", CHECK / "merge_conflict.json", "--snapshot", snap("tp1"))

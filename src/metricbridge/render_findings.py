@@ -10,7 +10,7 @@ from typing import Any
 from metricbridge.contract_index import MissingClass
 from metricbridge.dashboards import InputProblem
 from metricbridge.findings import CheckReport, Finding
-from metricbridge.render_table import markdown_cell, markdown_table, one_line
+from metricbridge.render_table import markdown_cell, markdown_table, markdown_text, one_line
 
 __all__ = ["check_summary", "finding_dict", "finding_lines", "render_check"]
 
@@ -116,17 +116,18 @@ def _markdown(report: CheckReport) -> list[str]:
         lines += [*markdown_table(["", "File", "Location", "Query", "Finding"], rows), ""]
     if report.not_checked:
         lines.append("**Not checked**")
-        lines += [f"- {markdown_cell(str(p))}" for p in report.not_checked]
+        lines += [f"- {markdown_cell(markdown_text(str(p)))}" for p in report.not_checked]
         lines.append("")
     return [*lines, check_summary(report)]
 
 
 def _markdown_row(finding: Finding) -> Sequence[str]:
     cls = f" ({finding.contract})" if finding.contract is not None else ""
-    text = f"**{finding.kind}**{cls}: {finding.reason}"
+    text = f"**{finding.kind}**{cls}: {markdown_text(finding.reason)}"
     if finding.hint:
-        text += f" *Hint: {finding.hint}*"
+        text += f" *Hint: {markdown_text(finding.hint)}*"
     where = finding.file if finding.line is None else f"{finding.file}:{finding.line}"
     expr = one_line(finding.expr)
     code = f"`` {expr} ``" if "`" in expr else f"`{expr}`"
-    return ["error" if finding.failing else "note", where, finding.location, code, text]
+    level = "error" if finding.failing else "note"
+    return [level, markdown_text(where), markdown_text(finding.location), code, text]

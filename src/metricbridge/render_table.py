@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["markdown_cell", "markdown_table", "one_line", "text_table"]
+__all__ = ["markdown_cell", "markdown_table", "markdown_text", "one_line", "text_table"]
 
 
 def one_line(text: str) -> str:
@@ -25,6 +25,16 @@ def text_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str
 def markdown_cell(text: str) -> str:
     """A table cell: one line, pipes escaped."""
     return one_line(text).replace("|", "\\|")
+
+
+# The characters that make Markdown of plain text: names like sglang_x_y and regexes like
+# .*nope.* would turn italic or bold, and a title's <b> would be HTML.
+_MARKDOWN_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*_[]<>#~"})
+
+
+def markdown_text(text: str) -> str:
+    """Plain text (names, regexes, titles) shown as written in Markdown, not formatted."""
+    return text.translate(_MARKDOWN_SPECIAL)
 
 
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
