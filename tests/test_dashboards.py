@@ -743,3 +743,19 @@ def test_txt_suffix_is_a_plain_file(tmp_path: Path) -> None:
     path.write_text('{__name__=~"sglang:.*"}\n', encoding="utf-8")
     (query,) = load_queries(path).queries
     assert query.usage.selectors[0].name_matchers[0].value == "sglang:.*"
+
+
+def test_a_rule_file_written_as_json_is_read_as_rules(tmp_path: Path) -> None:
+    """JSON is YAML too: promtool reads such a rule file, and so does check."""
+    path = tmp_path / "rules.json"
+    rules = [
+        {"record": "x:running", "expr": "sum(sglang:num_running_reqs)"},
+        {"alert": "Queued", "expr": "sglang:num_queue_reqs > 0"},
+    ]
+    path.write_text(json.dumps({"groups": [{"name": "g", "rules": rules}]}), encoding="utf-8")
+    result = load_queries(path)
+    assert not result.problems
+    assert [q.usage.metric_names for q in result.queries] == [
+        ("sglang:num_running_reqs",),
+        ("sglang:num_queue_reqs",),
+    ]

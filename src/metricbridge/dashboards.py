@@ -226,6 +226,10 @@ def _load_dashboard(text: str, collector: _Collector) -> None:
     if not isinstance(document, dict):
         kind = type(document).__name__
         raise InputError(collector.file, f"expected a JSON object at the top level, got {kind}")
+    if "groups" in document or _is_rule_object(document):
+        # A Prometheus rule file in JSON (YAML's subset, which promtool reads too).
+        _load_rules(text, collector)
+        return
     try:
         board = read_dashboard(document)
     except ValueError as exc:
@@ -236,6 +240,12 @@ def _load_dashboard(text: str, collector: _Collector) -> None:
         collector.add(query, board.variables)
     for skipped in board.skipped:
         collector.problem(skipped.location, ProblemKind.NOT_CHECKABLE, skipped.message)
+
+
+def _is_rule_object(document: dict[str, object]) -> bool:
+    """A PrometheusRule object (Kubernetes) rather than a dashboard."""
+    spec = document.get("spec")
+    return isinstance(spec, dict) and "groups" in spec and "panels" not in document
 
 
 # --- Prometheus rule files -------------------------------------------------------------------
