@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gzip
 import subprocess
 import sys
 from pathlib import Path
@@ -115,3 +116,17 @@ def test_an_offline_upstream_timeout_must_be_a_positive_number(
         cli.main(["contract", "--upstream", ":20001", "--upstream-timeout", value])
     assert exited.value.code == 2
     assert f"invalid value '{value}': expected a number of seconds > 0" in capsys.readouterr().err
+
+
+def test_a_gzip_snapshot_is_read_and_a_broken_one_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A scrape saved without curl's --compressed is gzip: read it, do not call it truncated."""
+    whole = tmp_path / "tp1.prom.gz"
+    whole.write_bytes(gzip.compress((FIXTURES / "tp1.prom").read_bytes()))
+    assert cli.main(["contract", "--snapshot", str(whole)]) == 0
+    assert "served" in capsys.readouterr().out
+    broken = tmp_path / "cut.gz"
+    broken.write_bytes(whole.read_bytes()[:100])
+    assert cli.main(["contract", "--snapshot", str(broken)]) == 2
+    assert f"{broken}: gzip-compressed but unreadable" in capsys.readouterr().err

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gzip
 import json
 import sys
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,6 +102,9 @@ def read_server_info(path: Path | None) -> dict[str, object] | None:
     return data
 
 
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
 def read_snapshot(path: Path) -> Payload:
     """A snapshot file as a payload; raises ``InputError`` if it cannot be read."""
     try:
@@ -108,6 +113,12 @@ def read_snapshot(path: Path) -> Payload:
         raise InputError(str(path), f"cannot read: {exc.strerror or exc}") from exc
     if not body:
         raise InputError(str(path), "empty exposition (0 bytes)")
+    if body.startswith(_GZIP_MAGIC):
+        # A scrape saved with `curl --compressed -o` is plain; one saved without it is gzip.
+        try:
+            body = gzip.decompress(body)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise InputError(str(path), f"gzip-compressed but unreadable: {exc}") from exc
     stray = stray_eof_line(body)
     if stray is not None:
         print(
