@@ -119,6 +119,29 @@ def test_dropping_or_ignoring_an_absent_label_is_no_finding(tmp_path: Path):
     ]
 
 
+def test_an_or_bridging_a_rename_fails_only_when_neither_side_is_served(tmp_path: Path):
+    """`new_name or old_name` shows whichever the engine serves: the other side is a note.
+
+    `or vector(0)` is no such bridge: a panel of a constant 0 is the lie the contract prevents.
+    """
+    queries = tmp_path / "or.promql"
+    queries.write_text(
+        "sglang:renamed_away or sglang:num_running_reqs\n"
+        "sglang:num_running_reqs or sglang:renamed_away\n"
+        "sglang:renamed_away or sglang:also_gone\n"
+        "sum(sglang:renamed_away) or vector(0)\n"
+    )
+    report = check([queries], "tp1")
+    assert [(f.line, f.subject, f.failing) for f in report.findings] == [
+        (1, "sglang:renamed_away", False),
+        (2, "sglang:renamed_away", False),
+        (3, "sglang:renamed_away", True),
+        (3, "sglang:also_gone", True),
+        (4, "sglang:renamed_away", True),
+    ]
+    assert {f.contract for f in report.findings if not f.failing} == {MissingClass.FALLBACK}
+
+
 def test_histogram_quantile_without_le(tmp_path: Path):
     """histogram_quantile over ``_sum`` samples reads an ``le`` label they do not have."""
     queries = write(

@@ -10,8 +10,9 @@ as present. Pure: analysed queries and a catalog in, a ``CheckReport`` out.
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from metricbridge.catalog import Catalog
 from metricbridge.contract_index import ContractIndex, MissingClass
@@ -86,6 +87,28 @@ _Issue = tuple[FindingKind, str, str]  # kind, subject, reason
 _REMOVING = frozenset({LabelUseKind.WITHOUT, LabelUseKind.IGNORING})
 
 
+def _excused(
+    fallbacks: Iterable[tuple[tuple[Selector, ...], tuple[Selector, ...]]],
+    found: Mapping[Selector, list[Finding]],
+) -> set[Selector]:
+    """Selectors of one side of an `or` whose other side is served cleanly: not failures.
+
+    `new_name or old_name` bridges a rename: whichever the engine serves, the panel shows it.
+    """
+    excused: set[Selector] = set()
+    for left, right in fallbacks:
+        for side, other in ((left, right), (right, left)):
+            if other and not any(found.get(selector) for selector in other):
+                excused.update(s for s in side if s not in other)
+    return excused
+
+
+def _as_note(finding: Finding) -> Finding:
+    """The finding kept for the report, not failing: the other side of an `or` is served."""
+    reason = f"{finding.reason} (not failing: the other side of an `or` is served)"
+    return dataclasses.replace(finding, reason=reason, contract=MissingClass.FALLBACK)
+
+
 class _QueryCheck:
     """The findings of one query, deduplicated by kind and subject."""
 
@@ -98,17 +121,22 @@ class _QueryCheck:
 
     def run(self) -> list[Finding]:
         """Check selectors, then label uses, then legend labels."""
+        by_selector: dict[Selector, list[Finding]] = {}
         for selector in self.query.usage.selectors:
             if selector in self.targets:
                 continue
             result = self.targets[selector] = self.resolver.resolve(selector)
+            found = by_selector[selector] = []
             if isinstance(result, Miss):
                 cls = result.verdict.cls if result.verdict is not None else None
                 issue = (result.kind, result.subject, result.reason)
-                self._add(self._finding(issue, cls, result.hint))
+                found.append(self._finding(issue, cls, result.hint))
             elif result.opaque is None:
-                for issue in self._selector_issues(selector, result):
-                    self._add(self._finding(issue))
+                found += [self._finding(issue) for issue in self._selector_issues(selector, result)]
+        excused = _excused(self.query.usage.fallbacks, by_selector)
+        for selector, found in by_selector.items():
+            for finding in found:
+                self._add(finding if selector not in excused else _as_note(finding))
         for use in self.query.usage.label_uses:
             self._label_use(use)
         self._legend()

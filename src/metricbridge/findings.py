@@ -22,6 +22,9 @@ class FindingKind(StrEnum):
     NO_MATCHING_SERIES = "no matching series"  # each matcher matches, all together match nothing
 
 
+_NOT_FAILING = frozenset({MissingClass.STRUCTURAL, MissingClass.PENDING, MissingClass.FALLBACK})
+
+
 @dataclass(frozen=True, slots=True)
 class Finding:
     """One problem of one query: where it is, what it is about, and why.
@@ -46,10 +49,11 @@ class Finding:
     def failing(self) -> bool:
         """Whether the finding fails the check.
 
-        All do but structurally absent families and rates that one payload cannot show (the
-        running bridge serves them from its second fetch).
+        All do but structurally absent families, rates that one payload cannot show (the
+        running bridge serves them from its second fetch) and one side of an `or` whose other
+        side is served.
         """
-        return self.contract not in (MissingClass.STRUCTURAL, MissingClass.PENDING)
+        return self.contract not in _NOT_FAILING
 
     @property
     def key(self) -> tuple[str, str, str, str, str]:

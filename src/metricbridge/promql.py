@@ -144,6 +144,9 @@ class ExprUsage:
     selectors: tuple[Selector, ...]
     label_uses: tuple[LabelUse, ...]
     functions: tuple[str, ...]
+    # (left, right) selectors of each `or`: either side alone makes the result, so a dashboard
+    # can bridge a rename (`new_name or old_name`).
+    fallbacks: tuple[tuple[tuple[Selector, ...], tuple[Selector, ...]], ...] = ()
 
     @property
     def metric_names(self) -> tuple[str, ...]:
@@ -183,6 +186,7 @@ def analyze(expr: str) -> ExprUsage:
     return ExprUsage(
         selectors=tuple(dict.fromkeys(walk.selectors)),
         label_uses=tuple(dict.fromkeys(walk.label_uses)),
+        fallbacks=tuple(walk.fallbacks),
         functions=tuple(sorted(set(walk.functions))),
     )
 
@@ -220,6 +224,7 @@ class _Walk:
     def __init__(self) -> None:
         self.selectors: list[Selector] = []
         self.label_uses: list[LabelUse] = []
+        self.fallbacks: list[tuple[tuple[Selector, ...], tuple[Selector, ...]]] = []
         self.functions: list[str] = []
 
     def visit(self, node: object) -> _Sub:
@@ -266,6 +271,8 @@ class _Walk:
     def _binary(self, node: promql_parser.BinaryExpr) -> _Sub:
         lhs, rhs = self.visit(node.lhs), self.visit(node.rhs)
         both = lhs + rhs
+        if str(node.op) == "or":
+            self.fallbacks.append((lhs.selectors, rhs.selectors))
         modifier = node.modifier
         if modifier is None:
             return both

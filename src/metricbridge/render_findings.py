@@ -28,13 +28,15 @@ def check_summary(report: CheckReport) -> str:
     """One line: passed or failed, and the counts."""
     failing = len(report.failing)
     pending = sum(f.contract is MissingClass.PENDING for f in report.findings)
-    structural = len(report.findings) - failing - pending
+    fallback = sum(f.contract is MissingClass.FALLBACK for f in report.findings)
+    structural = len(report.findings) - failing - pending - fallback
     verdict = "FAILED" if failing else "passed"
     files = f"{len(report.files)} file{'s' if len(report.files) != 1 else ''}"
     waiting = f", {pending} pending a second fetch (not failing)" if pending else ""
+    bridged = f", {fallback} beside a served `or` (not failing)" if fallback else ""
     return (
         f"check {verdict}: {files}, {report.queries} queries checked: {failing} failing "
-        f"finding(s), {structural} structural (not failing){waiting}, "
+        f"finding(s), {structural} structural (not failing){waiting}{bridged}, "
         f"{len(report.not_checked)} not checked"
     )
 
