@@ -188,8 +188,12 @@ class Bridge:
     def _stopped(self) -> Snapshot:
         """For the waiters of a fetch given up at shutdown: their own metrics, no engine data."""
         message = "the bridge is shutting down; the fetch in flight was given up"
+        return self._without_engine("shutting_down", message)
+
+    def _without_engine(self, reason: str, message: str) -> Snapshot:
+        """A snapshot of the bridge's own metrics only, every upstream marked ``reason``."""
         results = tuple(
-            UpstreamResult(upstream, ok=False, reason="shutting_down", message=message)
+            UpstreamResult(upstream, ok=False, reason=reason, message=message)
             for upstream in self.upstreams
         )
         loop = asyncio.get_running_loop()
@@ -215,11 +219,7 @@ class Bridge:
             self._inflight_timeout,
         )
         message = f"the fetch in flight did not finish within this request's {timeout:.3g}s"
-        results = tuple(
-            UpstreamResult(upstream, ok=False, reason="gave_up", message=message)
-            for upstream in self.upstreams
-        )
-        return Snapshot(loop.time(), results, None, self.settings.gzip_level, self.rules)
+        return self._without_engine("gave_up", message)
 
     def _clear_inflight(self, task: asyncio.Task[Snapshot]) -> None:
         self._inflight = None
