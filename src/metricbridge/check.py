@@ -106,7 +106,7 @@ def _excused(
 def _as_note(finding: Finding) -> Finding:
     """The finding kept for the report, not failing: the other side of an `or` is served."""
     reason = f"{finding.reason} (not failing: the other side of an `or` is served)"
-    return dataclasses.replace(finding, reason=reason, contract=MissingClass.FALLBACK)
+    return dataclasses.replace(finding, reason=reason, excused=True)
 
 
 class _QueryCheck:

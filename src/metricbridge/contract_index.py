@@ -34,7 +34,6 @@ class MissingClass(StrEnum):
     ENGINE = "engine"  # needs engine instrumentation
     UPSTREAM = "upstream"  # a translated row whose community source this payload lacks
     PENDING = "pending"  # a rate between two fetches: one payload cannot show it
-    FALLBACK = "fallback"  # one side of an `or` whose other side is served
     UNKNOWN = "unknown"  # not a contract row
 
 

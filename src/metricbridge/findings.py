@@ -22,7 +22,7 @@ class FindingKind(StrEnum):
     NO_MATCHING_SERIES = "no matching series"  # each matcher matches, all together match nothing
 
 
-_NOT_FAILING = frozenset({MissingClass.STRUCTURAL, MissingClass.PENDING, MissingClass.FALLBACK})
+_NOT_FAILING = frozenset({MissingClass.STRUCTURAL, MissingClass.PENDING})
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,16 +44,25 @@ class Finding:
     reason: str
     contract: MissingClass | None = None
     hint: str | None = None
+    excused: bool = False  # one side of an `or` whose other side is served
 
     @property
     def failing(self) -> bool:
         """Whether the finding fails the check.
 
         All do but structurally absent families, rates that one payload cannot show (the
-        running bridge serves them from its second fetch) and one side of an `or` whose other
-        side is served.
+        running bridge serves them from its second fetch) and excused ones.
         """
-        return self.contract not in _NOT_FAILING
+        return not self.excused and self.contract not in _NOT_FAILING
+
+    @property
+    def why_not_failing(self) -> str | None:
+        """For a finding that does not fail, why: structural, pending or excused."""
+        if self.failing:
+            return None
+        if self.excused:
+            return "excused"
+        return "pending" if self.contract is MissingClass.PENDING else "structural"
 
     @property
     def key(self) -> tuple[str, str, str, str, str]:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from itertools import groupby
 from typing import Any
 
-from metricbridge.contract_index import MissingClass
 from metricbridge.dashboards import InputProblem
 from metricbridge.findings import CheckReport, Finding
 from metricbridge.render_table import markdown_cell, markdown_table, markdown_text, one_line
@@ -27,18 +27,27 @@ def render_check(report: CheckReport, fmt: str) -> str:
 def check_summary(report: CheckReport) -> str:
     """One line: passed or failed, and the counts."""
     failing = len(report.failing)
-    pending = sum(f.contract is MissingClass.PENDING for f in report.findings)
-    fallback = sum(f.contract is MissingClass.FALLBACK for f in report.findings)
-    structural = len(report.findings) - failing - pending - fallback
+    quiet = _not_failing_counts(report)
     verdict = "FAILED" if failing else "passed"
     files = f"{len(report.files)} file{'s' if len(report.files) != 1 else ''}"
-    waiting = f", {pending} pending a second fetch (not failing)" if pending else ""
-    bridged = f", {fallback} beside a served `or` (not failing)" if fallback else ""
+    others = "".join(
+        f", {quiet[why]} {words} (not failing)" for why, words in _OTHERS.items() if quiet[why]
+    )
     return (
         f"check {verdict}: {files}, {report.queries} queries checked: {failing} failing "
-        f"finding(s), {structural} structural (not failing){waiting}{bridged}, "
+        f"finding(s), {quiet['structural']} structural (not failing){others}, "
         f"{len(report.not_checked)} not checked"
     )
+
+
+_OTHERS = {"pending": "pending a second fetch", "excused": "beside a served `or`"}
+
+
+def _not_failing_counts(report: CheckReport) -> Counter[str]:
+    """Findings that do not fail, by why (structural always present, for the summaries)."""
+    counts = Counter(why for f in report.findings if (why := f.why_not_failing) is not None)
+    counts["structural"] += 0
+    return counts
 
 
 def finding_lines(findings: Iterable[Finding]) -> list[str]:
@@ -71,6 +80,7 @@ def finding_dict(finding: Finding) -> dict[str, Any]:
         "contract": finding.contract.value if finding.contract is not None else None,
         "hint": finding.hint,
         "failing": finding.failing,
+        "excused": finding.excused,
     }
 
 
@@ -93,7 +103,7 @@ def _check_dict(report: CheckReport) -> dict[str, Any]:
         "queries": report.queries,
         "summary": {
             "failing": failing,
-            "structural": len(report.findings) - failing,
+            **_not_failing_counts(report),
             "not_checked": len(report.not_checked),
         },
         "findings": [finding_dict(f) for f in report.findings],
