@@ -122,3 +122,12 @@ def test_addresses_must_be_plain_port_numbers(
         parse_command_line(build_parser(), arguments)
     assert exited.value.code == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", ["١٢٣", "1_0", "+80", " 80 "])
+def test_demo_ports_are_plain_digits_too(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """The one whole-number check serves every port and count flag."""
+    with pytest.raises(SystemExit) as exited:
+        parse_command_line(build_parser(), ["demo", "--engine-port", value])
+    assert exited.value.code == 2
+    assert f"invalid port {value!r}: expected 0 to 65535" in capsys.readouterr().err

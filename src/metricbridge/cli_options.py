@@ -136,10 +136,8 @@ def port_number(text: str) -> int:
 
 
 def _whole_number(text: str, low: int, high: int | None, message: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = None
+    # ASCII digits only: int() also reads "١٢٣" as 123, and "1_0", "+80" and " 80 ".
+    value = int(text) if text.isascii() and text.isdigit() else None
     if value is None or value < low or (high is not None and value > high):
         raise argparse.ArgumentTypeError(message.format(text=text))
     return value

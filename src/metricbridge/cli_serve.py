@@ -28,6 +28,7 @@ from metricbridge.cli_options import (
     config_path,
     describe_os_error,
     non_negative_seconds,
+    port_number,
     positive_int,
     positive_seconds,
     use_environment,
@@ -253,10 +254,13 @@ def add_serve_command(commands: Any) -> None:  # noqa: ANN401 - argparse's subpa
 def parse_listen(text: str) -> tuple[str, int]:
     """``[HOST]:PORT`` to a (host, port) pair; no host means every interface."""
     host, sep, port = text.rpartition(":")
-    # isdigit() alone admits "²" (int() refuses it) and "١٢٣" (int() reads it as 123).
-    if not sep or not (port.isascii() and port.isdigit()) or not 0 <= int(port) < 65536:
+    try:
+        number = port_number(port) if sep else None
+    except argparse.ArgumentTypeError:
+        number = None
+    if number is None:
         raise ValueError(f"cannot listen on {text!r}: expected [HOST]:PORT")
-    return host.strip("[]") or "0.0.0.0", int(port)  # noqa: S104 - a sidecar is scraped via the pod IP
+    return host.strip("[]") or "0.0.0.0", number  # noqa: S104 - a sidecar is scraped via the pod IP
 
 
 def service_settings(args: argparse.Namespace) -> ServiceSettings:
