@@ -752,7 +752,8 @@ def test_a_rule_file_written_as_json_is_read_as_rules(tmp_path: Path) -> None:
         {"record": "x:running", "expr": "sum(sglang:num_running_reqs)"},
         {"alert": "Queued", "expr": "sglang:num_queue_reqs > 0"},
     ]
-    path.write_text(json.dumps({"groups": [{"name": "g", "rules": rules}]}), encoding="utf-8")
+    document = {"groups": [{"name": "g", "rules": rules}]}
+    path.write_text(json.dumps(document, indent="\t"), encoding="utf-8")  # as jq --tab writes
     result = load_queries(path)
     assert not result.problems
     assert [q.usage.metric_names for q in result.queries] == [

@@ -16,7 +16,9 @@ from metricbridge.cli_options import EnvError, apply_environment
 from metricbridge.cli_rules import add_rules_command
 from metricbridge.cli_serve import SERVE_EPILOG, add_serve_command, add_service_options
 
-EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_OK, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 2, 3, 130
+# What a shell reports for a process killed by SIGPIPE: not 1, which CI reads as "missing".
+EXIT_BROKEN_PIPE = 128 + 13
 Handler = Callable[[argparse.Namespace], int]
 _USAGE = """\
 %(prog)s [serve] --upstream HOST:PORT|URL [OPTIONS]   run the sidecar
@@ -110,7 +112,7 @@ def _run(handler: Handler, args: argparse.Namespace) -> int:
         # pointed at /dev/null first (the recipe in the signal module's documentation).
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-        return EXIT_FINDINGS
+        return EXIT_BROKEN_PIPE
     except OSError as exc:
         # Writing the report failed (a full disk, /dev/full): not a finding, not a crash.
         print(f"metricbridge: {exc}", file=sys.stderr)
