@@ -26,7 +26,7 @@ def vouch(payload: bytes, block: bytes, start: int, end: int, needles: tuple[byt
     lines = len(plain) // 3
     if plain != _LABELLED_LINE * lines or b",}" in shape:
         return -1
-    if sum(payload.count(needle, start - 1, end) for needle in needles) != lines:
+    if count_prefixes(payload, start, end, needles) != lines:
         return -1
     return lines
 

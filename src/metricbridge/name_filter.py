@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from metricbridge.errors import ExpositionError
-from metricbridge.model import TYPE_SUFFIXES, AnyFamily, Family, RawFamily, Sample, sample_base
+from metricbridge.family_names import served_names
+from metricbridge.model import AnyFamily, Family, RawFamily, Sample
 from metricbridge.sample_line import LineError, parse_sample
 
 
@@ -64,8 +65,4 @@ def _may_hold(family: RawFamily, names: set[str]) -> bool:
     allows (the reader checked), so one that fails here has no sample named in ``names`` and
     its body is never decoded. Passing is not matching: the caller still picks sample by sample.
     """
-    base = sample_base(family.name, family.meta.type)
-    # The name itself too: a text-format counter declared without _total names its samples so.
-    return family.name in names or any(
-        base + suffix in names for suffix in TYPE_SUFFIXES[family.meta.type]
-    )
+    return not served_names(family.meta.name, family.meta.type).isdisjoint(names)

@@ -69,10 +69,11 @@ def escaped_copies(families: Sequence[AnyFamily], naming: NamingConfig) -> list[
 def _sample_names_of(meta: FamilyMeta) -> set[str]:
     """Every name the family occupies: its sample names and (a counter's) OpenMetrics name.
 
-    The text format's names, not family_names.served_names: a text payload's escaped
-    ``x_created`` gauge must still be restored beside counter ``x_total``, as the reader folds
-    the same family into it when the payload comes as OpenMetrics; claiming ``x_created`` here
-    made the two formats translate one payload differently (test_fuzz_contract found it).
+    The text format's reading, not family_names.served_names: a counter declared without
+    ``_total`` (an OpenMetrics payload read as text) claims only its own name here, so escaped
+    ``x_total``/``x_created`` families beside it are still restored, as they are when the same
+    payload comes as OpenMetrics; claiming them made the two formats translate one payload
+    differently (test_fuzz_contract found it).
     """
     base, _, suffixes = allowed_suffixes(meta.name, meta.type, Format.TEXT)
     return {base} | {base + suffix for suffix in suffixes}
