@@ -29,12 +29,15 @@ def rename(family: AnyFamily, meta: FamilyMeta) -> AnyFamily:
     if isinstance(family, RawFamily):
         # Every body line starts with the old base (the reader proved it), so replacing it after
         # each newline renames every sample at C speed; label values cannot hold a raw newline.
-        # The first line has no newline before it: it is spliced in by the join, one copy.
+        # The first line has no newline before it: its new name goes on in the concatenation
+        # that also turns a view into bytes. Two copies in all.
         old_bytes, new_bytes = old.encode(), new.encode()
         body = family.body
-        source = body if isinstance(body, bytes) else body.tobytes()
-        renamed = source.replace(b"\n" + old_bytes, b"\n" + new_bytes)
-        spliced = b"".join((new_bytes, memoryview(renamed)[len(old_bytes) :])) if renamed else b""
+        spliced = (
+            (new_bytes + body[len(old_bytes) :]).replace(b"\n" + old_bytes, b"\n" + new_bytes)
+            if body
+            else b""
+        )
         count = family.sample_count
         return RawFamily(meta, spliced, family.source_format, family.first_line, count)
     samples = tuple(_with(s, name=new + s.name[len(old) :]) for s in family.samples)

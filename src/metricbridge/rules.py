@@ -90,11 +90,15 @@ def compile_rules(config: Config) -> CompiledRules:
     for rule in config.families:
         if rule.disposition not in _TRANSFORMS:
             continue
+        if rule.disposition is Disposition.DROP:
+            # Nothing to run: the family is consumed, not served, and counted as dropped.
+            consumed.add(rule.input_name)
+            continue
         compiled = CompiledRule(rule, _compile_relabel(rule))
         # In-place rewrites run first, so aliases of the same family see the community original.
         bucket = by_input.setdefault(rule.input_name, [])
         bucket.insert(0, compiled) if compiled.in_place else bucket.append(compiled)
-        if rule.disposition is Disposition.DROP or (not compiled.in_place and not rule.keep_source):
+        if not compiled.in_place and not rule.keep_source:
             consumed.add(rule.input_name)
     frozen = {name: tuple(rules) for name, rules in by_input.items()}
     dispositions = {rule.name: rule.disposition for rule in config.families}

@@ -128,18 +128,17 @@ class _Run:
         rules = self.rules.by_input.get(family.name, ())
         original = family
         for compiled in rules:
-            # A drop rule rewrites nothing: the family is simply not served (see consumed).
-            if compiled.in_place and compiled.rule.disposition is not Disposition.DROP:
+            if compiled.in_place:
                 rewritten = self.apply(compiled, family)
                 if rewritten is None:
                     return  # malformed: neither the family nor anything derived from it is served
                 family = rewritten
         if family.name not in self.rules.consumed:
             self.out.append(family)
-        elif not any(c.rule.disposition is not Disposition.DROP for c in rules):
+        elif not rules:  # consumed by a drop rule alone (compile_rules indexes no drop rule)
             self.stats.dropped["dropped_by_rule"] += sample_count(family)
         for compiled in rules:
-            if not compiled.in_place and compiled.rule.disposition is not Disposition.DROP:
+            if not compiled.in_place:
                 derived = self.derived(compiled, original)
                 if derived is not None:
                     self.out.append(derived)
