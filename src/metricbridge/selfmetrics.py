@@ -22,10 +22,10 @@ import prometheus_client
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily
 from prometheus_client.registry import Collector, RestrictedRegistry
-from prometheus_client.utils import floatToGoString
 
 from metricbridge import __version__
 from metricbridge.exposition_writer import label_set, write_header
+from metricbridge.family_names import TEXT_TYPES
 from metricbridge.gzip_framing import gzip_member
 from metricbridge.idle import IdleState
 from metricbridge.model import FamilyMeta, Format, MetricType
@@ -33,12 +33,6 @@ from metricbridge.numbers import format_value
 
 _FETCH_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 _EOF = b"# EOF\n"
-
-
-def _escape(text: str, *, quote: bool) -> str:
-    """prometheus_client's escaping of HELP text (quote=False) and label values (quote=True)."""
-    text = text.replace("\\", "\\\\").replace("\n", "\\n")
-    return text.replace('"', '\\"') if quote else text
 
 
 class ScrapeCounter(Collector):
@@ -51,20 +45,15 @@ class ScrapeCounter(Collector):
 
     def __init__(self, name: str, documentation: str, label: str) -> None:
         self.name, self.documentation, self.label = name, documentation, label
-        base = name.removesuffix("_total")
-        self._headers = {
-            Format.TEXT: f"# HELP {name} {_escape(documentation, quote=False)}\n"
-            f"# TYPE {name} counter\n",
-            Format.OPENMETRICS: f"# HELP {base} {_escape(documentation, quote=True)}\n"
-            f"# TYPE {base} counter\n",
-        }
+        meta = FamilyMeta(name, MetricType.COUNTER, documentation)
+        self._headers = {fmt: write_header(meta, fmt).decode() for fmt in Format}
         self._counts: dict[str, float] = {}
         self._prefixes: dict[str, str] = {}  # label value -> 'name{label="value"} '
 
     def inc(self, value: str) -> None:
         """Count one scrape under ``label=value``."""
         if value not in self._counts:
-            self._prefixes[value] = f'{self.name}{{{self.label}="{_escape(value, quote=True)}"}} '
+            self._prefixes[value] = f"{self.name}{label_set(((self.label, value),))} "
             self._counts[value] = 0.0
         self._counts[value] += 1.0
 
@@ -72,7 +61,7 @@ class ScrapeCounter(Collector):
         """The family in ``fmt``: HELP, TYPE and one line per label value seen."""
         lines = [self._headers[fmt]]
         for value, count in self._counts.items():
-            lines.append(f"{self._prefixes[value]}{_go_float(count)}\n")
+            lines.append(f"{self._prefixes[value]}{format_value(count)}\n")
         return "".join(lines)
 
     def _family(self, *, samples: bool) -> CounterMetricFamily:
@@ -309,12 +298,6 @@ class SelfMetrics:
         return _generate(self.registry.restricted_registry(names) if names else self.registry, fmt)
 
 
-def _go_float(value: float) -> str:
-    """A sample value as prometheus_client writes it (Go's float formatting)."""
-    text: str = floatToGoString(value)  # type: ignore[no-untyped-call]
-    return text
-
-
 def _generate(registry: CollectorRegistry | RestrictedRegistry, fmt: Format) -> bytes:
     """The registry in ``fmt``, without ``# EOF``, in the bridge's own wire code.
 
@@ -324,7 +307,7 @@ def _generate(registry: CollectorRegistry | RestrictedRegistry, fmt: Format) -> 
     """
     chunks: list[str] = []
     for metric in registry.collect():
-        mtype = _TYPES[metric.type]
+        mtype = TEXT_TYPES[metric.type]
         # The model names a counter by its _total sample, as the text format's HELP line does.
         name = metric.name + "_total" if mtype is MetricType.COUNTER else metric.name
         chunks.append(
@@ -336,6 +319,3 @@ def _generate(registry: CollectorRegistry | RestrictedRegistry, fmt: Format) -> 
             labels = label_set(tuple(sorted(sample.labels.items()))) if sample.labels else ""
             chunks.append(f"{sample.name}{labels} {format_value(sample.value)}\n")
     return "".join(chunks).encode()
-
-
-_TYPES = {"untyped": MetricType.UNKNOWN} | {kind.value: kind for kind in MetricType}
