@@ -20,7 +20,7 @@ import aiohttp
 
 from metricbridge.errors import ExpositionError, UpstreamError
 from metricbridge.exposition_reader import Exposition, read_exposition
-from metricbridge.exposition_writer import write_pieces
+from metricbridge.exposition_writer import write_chunks, write_pieces
 from metricbridge.gzip_framing import OpenGzip, open_gzip
 from metricbridge.model import AnyFamily, Format
 from metricbridge.rules import CompiledRules
@@ -94,8 +94,13 @@ class Snapshot:
         part = self._renders.get(key)
         if part is None:
             families = self.translation.families if self.translation else ()
-            pieces = write_pieces(families, fmt)
-            part = open_gzip(pieces, self.gzip_level) if compressed else tuple(pieces)
+            # Compressed straight from the families' views: cutting them into pieces first
+            # would copy the whole render for the compressor to read once (a 10 MB engine).
+            part = (
+                open_gzip(write_chunks(families, fmt), self.gzip_level)
+                if compressed
+                else tuple(write_pieces(families, fmt))
+            )
             self._renders[key] = part
         return part
 

@@ -139,8 +139,8 @@ def write_family(family: AnyFamily, fmt: Format) -> list[Body]:
     return chunks
 
 
-def _chunks(families: Iterable[AnyFamily], fmt: Format) -> list[Body]:
-    """Every family's header and body, in order, without ``# EOF``."""
+def write_chunks(families: Iterable[AnyFamily], fmt: Format) -> list[Body]:
+    """Every family's header and body, in order, without ``# EOF``: views, nothing joined."""
     chunks: list[Body] = []
     for family in families:
         if isinstance(family, RawFamily):  # most families: two chunks, no list to build
@@ -153,7 +153,7 @@ def _chunks(families: Iterable[AnyFamily], fmt: Format) -> list[Body]:
 
 def write_exposition(families: Iterable[AnyFamily], fmt: Format) -> bytes:
     """A complete exposition; OpenMetrics output ends with ``# EOF``."""
-    chunks = _chunks(families, fmt)
+    chunks = write_chunks(families, fmt)
     if fmt is Format.OPENMETRICS:
         chunks.append(b"# EOF\n")
     return b"".join(chunks)
@@ -173,7 +173,7 @@ def write_pieces(families: Iterable[AnyFamily], fmt: Format, size: int = PIECE_S
     pieces: list[bytes] = []
     group: list[Body] = []
     room = size
-    for chunk in _chunks(families, fmt):
+    for chunk in write_chunks(families, fmt):
         view = memoryview(chunk)
         while len(view) >= room:
             group.append(view[:room])

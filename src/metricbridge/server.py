@@ -20,7 +20,7 @@ from metricbridge.background import heartbeat, poll_server_info, server_info_url
 from metricbridge.bridge import Bridge, FetchSettings, Snapshot
 from metricbridge.config import Config, load_config
 from metricbridge.errors import ConfigError, ExpositionError
-from metricbridge.exposition_writer import PIECE_SIZE, write_exposition
+from metricbridge.exposition_writer import PIECE_SIZE, write_chunks
 from metricbridge.gzip_framing import close_gzip, gzip_member
 from metricbridge.model import AnyFamily, Format
 from metricbridge.name_filter import select_samples
@@ -168,7 +168,7 @@ def _selected(
     families: Sequence[AnyFamily], names: set[str], fmt: Format
 ) -> tuple[bytes, list[ExpositionError]]:
     selected, problems = select_samples(families, names)
-    return write_exposition(selected, fmt).removesuffix(b"# EOF\n"), problems
+    return b"".join(write_chunks(selected, fmt)), problems
 
 
 async def _send(
