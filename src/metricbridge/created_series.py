@@ -4,11 +4,7 @@ from __future__ import annotations
 
 from metricbridge.errors import ExpositionError
 from metricbridge.family_parse import parse_family
-from metricbridge.model import AnyFamily, Family, MetricType, Sample, sample_base
-
-
-def _series_key(sample: Sample) -> tuple[tuple[str, str], ...]:
-    return tuple(sorted(p for p in sample.labels if p[0] not in ("le", "quantile")))
+from metricbridge.model import AnyFamily, Family, MetricType, Sample, sample_base, series_key
 
 
 def _interleave_created(
@@ -20,12 +16,12 @@ def _interleave_created(
     out: in OpenMetrics a ``_created`` sample of no series is a histogram without its +Inf
     bucket, or a counter without its ``_total``, which parsers refuse.
     """
-    by_series = {_series_key(sample): sample for sample in created}
+    by_series = {series_key(sample.labels): sample for sample in created}
     out: list[Sample] = []
     for index, sample in enumerate(samples):
         out.append(sample)
-        key = _series_key(sample)
-        last_of_series = index + 1 == len(samples) or _series_key(samples[index + 1]) != key
+        key = series_key(sample.labels)
+        last_of_series = index + 1 == len(samples) or series_key(samples[index + 1].labels) != key
         if last_of_series and key in by_series:
             out.append(by_series.pop(key))
     return tuple(out), len(by_series)

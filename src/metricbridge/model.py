@@ -52,6 +52,15 @@ TYPE_SUFFIXES: dict[MetricType, tuple[str, ...]] = {
 }
 
 
+# Labels that place a sample within its series (a bucket, a quantile), not name a series.
+SHAPE_LABELS = frozenset({"le", "quantile"})
+
+
+def series_key(labels: Labels) -> Labels:
+    """A series' identity within its family: its labels but ``le``/``quantile``, sorted."""
+    return tuple(sorted(pair for pair in labels if pair[0] not in SHAPE_LABELS))
+
+
 def sample_base(name: str, mtype: MetricType) -> str:
     """The prefix that every sample name of a family starts with (counters drop ``_total``)."""
     if mtype is MetricType.COUNTER and name.endswith("_total"):

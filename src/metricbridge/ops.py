@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from metricbridge.config import RelabelAction
 from metricbridge.model import (
+    SHAPE_LABELS,
     AnyFamily,
     Family,
     FamilyMeta,
@@ -14,12 +15,11 @@ from metricbridge.model import (
     RawFamily,
     Sample,
     sample_base,
+    series_key,
 )
 from metricbridge.numbers import format_value, parse_value
 from metricbridge.rules import CompiledRelabel
 from metricbridge.sample_line import LABEL_NAME
-
-_SHAPE_LABELS = frozenset({"le", "quantile"})
 
 
 def rename(family: AnyFamily, meta: FamilyMeta) -> AnyFamily:
@@ -124,7 +124,7 @@ def _relabel_one(labels: dict[str, str], step: CompiledRelabel) -> bool:
     """Apply one step to ``labels`` in place; False means the series is dropped."""
     action = step.action
     if action in (RelabelAction.LABELDROP, RelabelAction.LABELKEEP, RelabelAction.LABELMAP):
-        for key in [k for k in labels if k not in _SHAPE_LABELS]:
+        for key in [k for k in labels if k not in SHAPE_LABELS]:
             hit = step.regex.fullmatch(key)
             if (action is RelabelAction.LABELDROP and hit) or (
                 action is RelabelAction.LABELKEEP and not hit
@@ -141,7 +141,7 @@ def _relabel_one(labels: dict[str, str], step: CompiledRelabel) -> bool:
         return hit is None
     if hit is not None and step.target_label is not None:
         target = hit.expand(step.target_label)
-        if not LABEL_NAME.fullmatch(target) or target in _SHAPE_LABELS or target.startswith("__"):
+        if not LABEL_NAME.fullmatch(target) or target in SHAPE_LABELS or target.startswith("__"):
             return True  # Prometheus skips a target that expands to an unusable name
         value = hit.expand(step.replacement)
         if value:
@@ -160,7 +160,8 @@ def relabel(family: Family, steps: tuple[CompiledRelabel, ...]) -> tuple[Family,
     engine writing ``cache_source="storage_MooncakeStore"`` itself, say). Otherwise the first
     series rewritten onto those labels is kept.
     """
-    kept: list[tuple[Sample, Labels, bool]] = []
+    # (sample, new labels, rewritten, its series before, its series after)
+    kept: list[tuple[Sample, Labels, bool, Labels, Labels]] = []
     dropped = duplicates = 0
     for sample in family.samples:
         labels = dict(sample.labels)
@@ -169,27 +170,23 @@ def relabel(family: Family, steps: tuple[CompiledRelabel, ...]) -> tuple[Family,
             continue
         rewritten = labels != dict(sample.labels)
         new_labels = tuple(sorted(labels.items())) if rewritten else sample.labels
-        kept.append((sample, new_labels, rewritten))
+        before = series_key(sample.labels)
+        kept.append((sample, new_labels, rewritten, before, series_key(new_labels)))
     # Which original series each resulting series comes from: the engine's own first.
     owner: dict[Labels, Labels] = {}
-    for sample, new_labels, rewritten in kept:
+    for *_, rewritten, before, after in kept:
         if not rewritten:
-            owner.setdefault(_series(new_labels), _series(sample.labels))
-    for sample, new_labels, rewritten in kept:
+            owner.setdefault(after, before)
+    for *_, rewritten, before, after in kept:
         if rewritten:
-            owner.setdefault(_series(new_labels), _series(sample.labels))
+            owner.setdefault(after, before)
     out: list[Sample] = []
     seen: set[tuple[str, Labels]] = set()
-    for sample, new_labels, rewritten in kept:
+    for sample, new_labels, rewritten, before, after in kept:
         key = (sample.name, tuple(sorted(new_labels)))
-        if owner[_series(new_labels)] != _series(sample.labels) or key in seen:
+        if owner[after] != before or key in seen:
             duplicates += 1
             continue
         seen.add(key)
         out.append(_with(sample, labels=new_labels) if rewritten else sample)
     return Family(family.meta, tuple(out)), dropped, duplicates
-
-
-def _series(labels: Labels) -> Labels:
-    """A series' identity within its family: its labels but the bucket and quantile bounds."""
-    return tuple(sorted(pair for pair in labels if pair[0] not in _SHAPE_LABELS))

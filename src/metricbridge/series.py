@@ -6,10 +6,16 @@ import functools
 from collections.abc import Iterable
 
 from metricbridge.family_parse import parse_family
-from metricbridge.model import AnyFamily, Family, Labels, MetricType, Sample, sample_base
+from metricbridge.model import (
+    AnyFamily,
+    Family,
+    Labels,
+    MetricType,
+    Sample,
+    sample_base,
+    series_key,
+)
 from metricbridge.numbers import format_value
-
-SHAPE_LABELS = frozenset({"le", "quantile"})
 
 
 def by_name(families: Iterable[AnyFamily]) -> dict[str, AnyFamily]:
@@ -21,8 +27,7 @@ def series_labels(family: Family) -> list[Labels]:
     """Distinct label sets of a family's series, without ``le``/``quantile``, sorted by name."""
     seen: dict[Labels, None] = {}
     for sample in family.samples:
-        key = tuple(sorted((k, v) for k, v in sample.labels if k not in SHAPE_LABELS))
-        seen.setdefault(key, None)
+        seen.setdefault(series_key(sample.labels), None)
     return list(seen)
 
 
