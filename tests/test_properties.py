@@ -391,6 +391,18 @@ def test_payload_accepted_without_problems_reparses_after_writing(data):
 # around them with the strategy flags named in ``input_flags`` and next to each flag.
 
 
+def test_a_counter_creation_time_of_another_series_survives_a_round_trip() -> None:
+    """The property's find: OpenMetrics allows a counter series with only ``_created``; written
+    as text and read back, it must come through without a problem (histograms may not)."""
+    payload = (
+        b'# TYPE a counter\na_total{a="x",c="y"} 0.0\na_created{a="x",b="y"} 1000000000.0\n# EOF\n'
+    )
+    outcome = run_pipeline(payload, Format.OPENMETRICS, compiled(EMPTY, Verify.FULL))
+    assert not outcome.problems
+    for out_fmt in Format:
+        reread(mb_render(outcome, out_fmt), out_fmt)
+
+
 def _translate(payload: bytes, in_fmt: Format, out_fmt: Format, config: str = EMPTY) -> bytes:
     return mb_render(run_pipeline(payload, in_fmt, compiled(config)), out_fmt)
 

@@ -8,13 +8,14 @@ from metricbridge.model import AnyFamily, Family, MetricType, Sample, sample_bas
 
 
 def _interleave_created(
-    samples: tuple[Sample, ...], created: tuple[Sample, ...]
+    samples: tuple[Sample, ...], created: tuple[Sample, ...], *, keep_orphans: bool
 ) -> tuple[tuple[Sample, ...], int]:
     """Each series' ``_created`` sample right after that series' samples, as OpenMetrics wants.
 
-    Returns the samples and how many creation times had no series to go with; they are left
-    out: in OpenMetrics a ``_created`` sample of no series is a histogram without its +Inf
-    bucket, or a counter without its ``_total``, which parsers refuse.
+    Returns the samples and how many creation times had no series to go with. A counter keeps
+    them at the end (OpenMetrics allows a counter series with no ``_total`` yet); a histogram or
+    summary leaves them out, reported: there it would be a series without its +Inf bucket or
+    count, which parsers refuse.
     """
     by_series = {series_key(sample.labels): sample for sample in created}
     out: list[Sample] = []
@@ -24,6 +25,9 @@ def _interleave_created(
         last_of_series = index + 1 == len(samples) or series_key(samples[index + 1].labels) != key
         if last_of_series and key in by_series:
             out.append(by_series.pop(key))
+    if keep_orphans:
+        out.extend(by_series.values())
+        return tuple(out), 0
     return tuple(out), len(by_series)
 
 
@@ -55,7 +59,10 @@ def merge_created_families(
         except ExpositionError as exc:
             problems.append(exc)
             continue
-        samples, orphans = _interleave_created(parent.samples, created.samples)
+        counter = parent.meta.type is MetricType.COUNTER
+        samples, orphans = _interleave_created(
+            parent.samples, created.samples, keep_orphans=counter
+        )
         if orphans:
             message = f"{orphans} creation time(s) of no series of {parent.name}; left out"
             problems.append(ExpositionError(message, family=family.name))
