@@ -377,6 +377,21 @@ def test_blank_lines_after_eof_are_not_content() -> None:
     ]
 
 
+def test_an_openmetrics_histogram_creation_time_of_no_series_is_left_out_too() -> None:
+    """As the text reader does when it folds in a _created gauge: both formats read it alike."""
+    payload = (
+        b'# TYPE h histogram\nh_bucket{a="1",le="+Inf"} 1\nh_count{a="1"} 1\nh_sum{a="1"} 1\n'
+        b'h_created{a="1"} 4\nh_created{a="2"} 5\n# EOF\n'
+    )
+    exposition = read_exposition(payload, Format.OPENMETRICS, Verify.FULL)
+    assert [str(p) for p in exposition.problems] == [
+        "family h: 1 creation time(s) of no series of h; left out"
+    ]
+    om = write_exposition(exposition.families, Format.OPENMETRICS).decode()
+    assert 'a="2"' not in om
+    list(om_fd_to_metric_families(io.StringIO(om)))
+
+
 def test_escaped_looking_family_after_its_sibling_stays_separate() -> None:
     """Only a family with no sample spelled as declared gets client_python#1177's restoration."""
     payload = b'# TYPE a:b gauge\na:b{x="1"} 1\na_b{x="1"} 2\n# EOF\n'

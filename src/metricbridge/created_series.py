@@ -69,3 +69,19 @@ def merge_created_families(
         families[owner] = Family(parent.meta, samples)
         merged.add(index)
     return [f for i, f in enumerate(families) if i not in merged], problems
+
+
+def created_orphans(mtype: MetricType, samples: tuple[Sample, ...]) -> tuple[Sample, ...]:
+    """A histogram's or summary's ``_created`` samples that belong to none of its series.
+
+    In OpenMetrics such a sample is a series without its +Inf bucket or count, which parsers
+    refuse; the text reader leaves the same ones out when it folds a ``_created`` gauge family
+    in (``merge_created_families``), so both formats read one payload alike.
+    """
+    if mtype not in (MetricType.HISTOGRAM, MetricType.SUMMARY):
+        return ()
+    created = [s for s in samples if s.name.endswith("_created")]
+    if not created:
+        return ()
+    series = {series_key(s.labels) for s in samples if not s.name.endswith("_created")}
+    return tuple(s for s in created if series_key(s.labels) not in series)

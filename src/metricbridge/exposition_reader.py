@@ -35,7 +35,7 @@ from metricbridge.byte_scan import (
     shapes_match,
     vouch,
 )
-from metricbridge.created_series import merge_created_families
+from metricbridge.created_series import created_orphans, merge_created_families
 from metricbridge.errors import ExpositionError
 from metricbridge.exposition_writer import label_set
 from metricbridge.family_names import (
@@ -502,7 +502,13 @@ class _Reader:
                 count = sum(piece[2] for piece in pieces)
             self.result.families.append(RawFamily(meta, body, self.fmt, first, count))
             return
-        self.result.families.append(Family(meta, self._unique(builder)))
+        samples = self._unique(builder)
+        orphans = created_orphans(meta.type, samples)
+        if orphans:
+            message = f"{len(orphans)} creation time(s) of no series of {meta.name}; left out"
+            self.result.problems.append(ExpositionError(message, family=builder.declared))
+            samples = tuple(s for s in samples if s not in orphans)
+        self.result.families.append(Family(meta, samples))
 
     def _admit(self, declared: str, first_line: int, occupied: frozenset[str]) -> bool:
         """Claim a family's names; a clash with an earlier family drops this one, reported."""
