@@ -20,10 +20,10 @@ import argparse
 from bench_translate import median_seconds
 from payloads import payloads
 
-from metricbridge.config import load_config
-from metricbridge.model import Format
-from metricbridge.pipeline import render, run_pipeline
-from metricbridge.rules import compile_rules
+from metricbridge.config.load import load_config
+from metricbridge.model.family import Format
+from metricbridge.translation.compiled import compile_rules
+from metricbridge.translation.pipeline import render, run_pipeline
 
 
 def series_keys(lines: bytes) -> bool:

@@ -27,15 +27,15 @@ from pathlib import Path
 from payloads import FIXTURE, SHAPES, evolving_payloads
 from prometheus_client.parser import text_string_to_metric_families
 
-from metricbridge import exposition_reader
-from metricbridge.byte_scan import shape_of
-from metricbridge.config import load_config
-from metricbridge.exposition_reader import Exposition, Verify, read_exposition
-from metricbridge.exposition_writer import write_exposition
-from metricbridge.model import Format
-from metricbridge.pipeline import render, run_pipeline
-from metricbridge.rules import CompiledRules, compile_rules
-from metricbridge.translate import Translation, translate
+from metricbridge.config.load import load_config
+from metricbridge.exposition import reader as exposition_reader
+from metricbridge.exposition.byte_scan import shape_of
+from metricbridge.exposition.reader import Exposition, read_exposition
+from metricbridge.exposition.writer import write_exposition
+from metricbridge.model.family import Format, Verify
+from metricbridge.translation.compiled import CompiledRules, compile_rules
+from metricbridge.translation.pipeline import render, run_pipeline
+from metricbridge.translation.translate import Translation, translate
 
 
 def median_seconds(action: Callable[[bytes], object], inputs: list[bytes]) -> float:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from metricbridge.simulator_engine import SimulatedEngine
+from metricbridge.simulator.engine import SimulatedEngine
 
 FIXTURE = (
     Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "sglang-0.5.23" / "tp1.prom"

@@ -30,7 +30,7 @@ import aiohttp
 from aiohttp import web
 from payloads import SHAPES
 
-from metricbridge.simulator_engine import SimulatedEngine
+from metricbridge.simulator.engine import SimulatedEngine
 
 TEXT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 BENCH = Path(__file__).resolve().parent

@@ -24,12 +24,12 @@ from pathlib import Path
 import atheris
 
 with atheris.instrument_imports(include=["metricbridge"]):
-    from metricbridge.config import load_config
+    from metricbridge.config.load import load_config
     from metricbridge.errors import ExpositionError
-    from metricbridge.exposition_reader import Verify, read_exposition
-    from metricbridge.model import Format
-    from metricbridge.pipeline import render, run_pipeline
-    from metricbridge.rules import compile_rules
+    from metricbridge.exposition.reader import read_exposition
+    from metricbridge.model.family import Format, Verify
+    from metricbridge.translation.compiled import compile_rules
+    from metricbridge.translation.pipeline import render, run_pipeline
 
 from prometheus_client.parser import text_string_to_metric_families
 

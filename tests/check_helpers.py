@@ -11,15 +11,15 @@ import pytest
 from aiohttp import web
 
 from conftest import FIXTURES, TESTS
-from metricbridge.check import check_queries
-from metricbridge.cli import main
-from metricbridge.config import load_config
-from metricbridge.contract_index import ContractIndex
-from metricbridge.dashboards import load_queries
-from metricbridge.findings import CheckReport, Finding
-from metricbridge.pipeline import detect_format
-from metricbridge.rules import compile_rules
-from metricbridge.served import Payload, Served, serve_payloads
+from metricbridge.analysis.check import check_queries
+from metricbridge.analysis.dashboards import load_queries
+from metricbridge.analysis.findings import CheckReport, Finding
+from metricbridge.analysis.served import Payload, Served, serve_payloads
+from metricbridge.cli.main import main
+from metricbridge.config.load import load_config
+from metricbridge.translation.compiled import compile_rules
+from metricbridge.translation.contract_index import ContractIndex
+from metricbridge.translation.pipeline import detect_format
 
 CHECK = TESTS / "dashboards" / "check"
 DIFF = TESTS / "fixtures" / "diff"

@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from aiohttp import web
 
 from conftest import FIXTURES
-from metricbridge.bridge import FetchSettings
-from metricbridge.config import load_config
-from metricbridge.scrape import parse_upstream
-from metricbridge.server import ServiceSettings, make_app
+from metricbridge.config.load import load_config
+from metricbridge.service.bridge import FetchSettings
+from metricbridge.service.scrape import parse_upstream
+from metricbridge.service.server import ServiceSettings, make_app
 
 TEXT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 

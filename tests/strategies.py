@@ -24,7 +24,7 @@ from functools import cache
 import yaml
 from hypothesis import strategies as st
 
-from metricbridge.model import Format
+from metricbridge.model.family import Format
 
 Labels = tuple[tuple[str, str], ...]
 ValueKey = float | str  # a float, or "NaN" (so that NaN == NaN in a multiset)

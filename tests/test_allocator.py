@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from metricbridge.allocator import ENVIRONMENT_OVERRIDE, tune_malloc
+from metricbridge.service.allocator import ENVIRONMENT_OVERRIDE, tune_malloc
 
 GLIBC = hasattr(ctypes.CDLL(None), "gnu_get_libc_version")
 
@@ -17,7 +17,7 @@ GLIBC = hasattr(ctypes.CDLL(None), "gnu_get_libc_version")
 # keeps the freed heap; tuned, each is mapped and unmapped.
 PROBE = """
 import os, sys
-from metricbridge.allocator import tune_malloc
+from metricbridge.service.allocator import tune_malloc
 if sys.argv[1] == "tuned":
     assert tune_malloc({})
 def rss():

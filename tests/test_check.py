@@ -23,12 +23,12 @@ from check_helpers import (
     write,
 )
 from check_helpers import snapshot as snap
-from metricbridge.check import check_queries
-from metricbridge.contract_index import MissingClass
-from metricbridge.findings import FindingKind
-from metricbridge.promql import LabelMatcher, MatchOp
-from metricbridge.render_findings import render_check
-from metricbridge.series_match import accepts, matches_empty
+from metricbridge.analysis.check import check_queries
+from metricbridge.analysis.findings import FindingKind
+from metricbridge.analysis.promql import LabelMatcher, MatchOp
+from metricbridge.analysis.series_match import accepts, matches_empty
+from metricbridge.render.findings import render_check
+from metricbridge.translation.contract_index import MissingClass
 
 OVERVIEW = CHECK / "overview.json"
 FINDINGS = CHECK / "findings.json"
@@ -590,8 +590,8 @@ def test_cli_unreachable_upstream_exit_2(capsys):
 def test_check_queries_is_pure_over_no_files():
     """No files: nothing to check, nothing failing."""
     from check_helpers import served  # noqa: PLC0415
-    from metricbridge.config import load_config  # noqa: PLC0415
-    from metricbridge.contract_index import ContractIndex  # noqa: PLC0415
+    from metricbridge.config.load import load_config  # noqa: PLC0415
+    from metricbridge.translation.contract_index import ContractIndex  # noqa: PLC0415
 
     result = served("tp1")
     index = ContractIndex(load_config(None).families, result.translation.rows)

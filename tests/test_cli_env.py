@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from conftest import FIXTURES
-from metricbridge import cli_serve
-from metricbridge.cli import build_parser, main, parse_command_line
-from metricbridge.cli_options import EnvError
+from metricbridge.cli import serve as cli_serve
+from metricbridge.cli.main import build_parser, main, parse_command_line
+from metricbridge.cli.options import EnvError
 
 ALL_VARIABLES = (
     "METRICBRIDGE_UPSTREAM",

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES
-from metricbridge import cli
+from metricbridge.cli import main as cli
 
 SNAPSHOT = str(FIXTURES / "tp1.prom")
 

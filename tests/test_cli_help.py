@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from metricbridge.cli import build_parser, main, parse_command_line
+from metricbridge.cli.main import build_parser, main, parse_command_line
 
 SERVE_FLAGS_AND_VARIABLES = [
     ("--upstream", "METRICBRIDGE_UPSTREAM"),

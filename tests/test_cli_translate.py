@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES
-from metricbridge.cli import main
-from metricbridge.model import Format
-from metricbridge.pipeline import detect_format, stray_eof_line
+from metricbridge.cli.main import main
+from metricbridge.model.family import Format
+from metricbridge.translation.pipeline import detect_format, stray_eof_line
 
 
 def test_translates_a_fixture_with_the_default_contract(

@@ -12,15 +12,16 @@ import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
 from conftest import TESTS, promtool_path
-from metricbridge.cli import main
-from metricbridge.config import Disposition, load_config, parse_config
+from metricbridge.cli.main import main
+from metricbridge.config.load import load_config, parse_config
+from metricbridge.config.schema import Disposition
 from metricbridge.errors import ConfigError
-from metricbridge.exposition_reader import read_exposition
-from metricbridge.exposition_writer import write_exposition
-from metricbridge.model import Family, FamilyMeta, Format, MetricType, Sample
-from metricbridge.rules import compile_rules
-from metricbridge.series import zero_series
-from metricbridge.translate import translate
+from metricbridge.exposition.reader import read_exposition
+from metricbridge.exposition.writer import write_exposition
+from metricbridge.model.family import Family, FamilyMeta, Format, MetricType, Sample
+from metricbridge.translation.compiled import compile_rules
+from metricbridge.translation.series import zero_series
+from metricbridge.translation.translate import translate
 
 INVALID = TESTS / "config_invalid"
 REPO = TESTS.parent
@@ -347,7 +348,7 @@ def test_wire_name_clashes_are_exactly_what_promtool_and_prometheus_client_refus
     assert sum(rejected for _, rejected in results.values()) > 50  # the oracles do refuse
 
 
-_CHECKS_OFF = "metricbridge.config_checks.check_config"
+_CHECKS_OFF = "metricbridge.config.load.check_config"
 
 
 @pytest.mark.parametrize(
@@ -484,9 +485,9 @@ families:
 """,
         "inline",
     )
-    from metricbridge.model import Family, FamilyMeta, MetricType, Sample  # noqa: PLC0415
-    from metricbridge.ops import relabel  # noqa: PLC0415
-    from metricbridge.rules import compile_rules  # noqa: PLC0415
+    from metricbridge.model.family import Family, FamilyMeta, MetricType, Sample  # noqa: PLC0415
+    from metricbridge.translation.compiled import compile_rules  # noqa: PLC0415
+    from metricbridge.translation.ops import relabel  # noqa: PLC0415
 
     compiled = compile_rules(config).by_input["x_total"][0]
     family = Family(

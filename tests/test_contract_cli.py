@@ -10,9 +10,9 @@ import pytest
 
 from check_helpers import closed_port, metrics_app, run_cli, run_cli_in_thread, served, write
 from check_helpers import snapshot as snap
-from metricbridge.config import load_config
-from metricbridge.render_contract import contract_totals
-from metricbridge.report import contract_report
+from metricbridge.config.load import load_config
+from metricbridge.render.contract import contract_totals
+from metricbridge.translation.report import contract_report
 
 
 def report_for(*names: str) -> dict:

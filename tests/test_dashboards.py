@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from metricbridge.dashboards import (
+from metricbridge.analysis.dashboards import (
     InputError,
     LoadResult,
     ProblemKind,
@@ -20,8 +20,8 @@ from metricbridge.dashboards import (
     QueryKind,
     load_queries,
 )
+from metricbridge.analysis.promql import VARIABLE_PLACEHOLDER, MatchOp
 from metricbridge.errors import MetricbridgeError
-from metricbridge.promql import VARIABLE_PLACEHOLDER, MatchOp
 
 DASHBOARDS = Path(__file__).parent / "dashboards"
 ANY = VARIABLE_PLACEHOLDER

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from metricbridge.config import load_config
-from metricbridge.dashboards import Query, load_queries
-from metricbridge.family_parse import parse_family
-from metricbridge.model import Format
-from metricbridge.pipeline import run_pipeline
-from metricbridge.promql import LabelUseKind
-from metricbridge.rules import compile_rules
-from metricbridge.simulator import SimulatedEncoder, SimulatedEngine
+from metricbridge.analysis.dashboards import Query, load_queries
+from metricbridge.analysis.promql import LabelUseKind
+from metricbridge.config.load import load_config
+from metricbridge.exposition.family_parse import parse_family
+from metricbridge.model.family import Format
+from metricbridge.simulator.server import SimulatedEncoder, SimulatedEngine
+from metricbridge.translation.compiled import compile_rules
+from metricbridge.translation.pipeline import run_pipeline
 
 DASHBOARD = (
     Path(__file__).resolve().parent.parent / "deploy" / "grafana" / "metricbridge-contract.json"
@@ -135,7 +135,7 @@ def test_dashboard_passes_metricbridge_check_against_the_demo(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`metricbridge check` on the shipped dashboard against the demo's two endpoints: exit 0."""
-    from metricbridge.cli import main  # noqa: PLC0415
+    from metricbridge.cli.main import main  # noqa: PLC0415
 
     engine = SimulatedEngine(dp_size=2)
     engine.advance(60, arrivals_per_second=8)

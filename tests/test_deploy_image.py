@@ -83,7 +83,7 @@ def test_image_runs_as_nobody_with_the_console_script() -> None:
     assert final["EXPOSE"] == "9850"
     assert final["COPY"] == f"config/aliases.yaml {CONFIG_PATH}"
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
-    assert scripts["metricbridge"] == "metricbridge.cli:main"
+    assert scripts["metricbridge"] == "metricbridge.cli.main:main"
 
 
 def test_image_writes_nothing_at_run_time() -> None:

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from check_helpers import CHECK, DIFF, run_cli, served, write
 from check_helpers import snapshot as snap
-from metricbridge.findings import FindingKind
-from metricbridge.translate import RowState
-from metricbridge.upgrade_diff import diff_upgrade
+from metricbridge.analysis.findings import FindingKind
+from metricbridge.analysis.upgrade_diff import diff_upgrade
+from metricbridge.translation.translate import RowState
 
 KV_GAUGE = DIFF / "pd-prefill-kv-gauge.prom"
 NO_MODEL = DIFF / "tp1-no-model-name.prom"

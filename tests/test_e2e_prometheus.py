@@ -29,13 +29,18 @@ import pytest
 import yaml
 
 from conftest import free_port
-from metricbridge.config import load_config
-from metricbridge.dashboards import load_queries
-from metricbridge.export_rules import RuleFormat, export_rules
-from metricbridge.promql import substitute_grafana_variables
-from metricbridge.simulator import LoadScript, SimulatedEncoder, SimulatedEngine, start_simulator
-from metricbridge.simulator_engine import DEFAULT_MODEL
-from metricbridge.templating import variable_query_expr
+from metricbridge.analysis.dashboards import load_queries
+from metricbridge.analysis.promql import substitute_grafana_variables
+from metricbridge.analysis.templating import variable_query_expr
+from metricbridge.config.load import load_config
+from metricbridge.export.prometheus_rules import RuleFormat, export_rules
+from metricbridge.simulator.engine import DEFAULT_MODEL
+from metricbridge.simulator.server import (
+    LoadScript,
+    SimulatedEncoder,
+    SimulatedEngine,
+    start_simulator,
+)
 
 pytestmark = pytest.mark.slow
 

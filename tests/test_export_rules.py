@@ -16,16 +16,17 @@ import pytest
 import yaml
 
 from conftest import TESTS, promtool_path
-from metricbridge.cli import main
-from metricbridge.config import Config, Disposition, load_config
-from metricbridge.export_common import Target, go_template, route
-from metricbridge.export_rules import RuleFormat, export_rules
-from metricbridge.exposition_reader import Verify, read_exposition
-from metricbridge.family_parse import parse_family
-from metricbridge.model import AnyFamily, Format
-from metricbridge.pipeline import run_pipeline
-from metricbridge.promql import analyze
-from metricbridge.rules import compile_rules
+from metricbridge.analysis.promql import analyze
+from metricbridge.cli.main import main
+from metricbridge.config.load import load_config
+from metricbridge.config.schema import Config, Disposition
+from metricbridge.export.common import Target, go_template, route
+from metricbridge.export.prometheus_rules import RuleFormat, export_rules
+from metricbridge.exposition.family_parse import parse_family
+from metricbridge.exposition.reader import read_exposition
+from metricbridge.model.family import AnyFamily, Format, Verify
+from metricbridge.translation.compiled import compile_rules
+from metricbridge.translation.pipeline import run_pipeline
 
 EXPORT = TESTS / "export"
 EVERY_KIND = EXPORT / "every_rule_kind.yaml"

@@ -38,16 +38,16 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families 
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 
 from conftest import OM_FIXTURES, TEXT_FIXTURES
-from metricbridge.config import load_config, parse_config
+from metricbridge.config.load import load_config, parse_config
 from metricbridge.errors import ExpositionError
-from metricbridge.exposition_reader import Verify, read_exposition
-from metricbridge.family_parse import parse_family
-from metricbridge.model import AnyFamily, Format, Sample
-from metricbridge.pipeline import Outcome, run_pipeline
-from metricbridge.pipeline import render as write
-from metricbridge.rules import CompiledRules, compile_rules
-from metricbridge.simulator_engine import SimulatedEngine
-from metricbridge.translate import SynthState, translate
+from metricbridge.exposition.family_parse import parse_family
+from metricbridge.exposition.reader import read_exposition
+from metricbridge.model.family import AnyFamily, Format, Sample, Verify
+from metricbridge.simulator.engine import SimulatedEngine
+from metricbridge.translation.compiled import CompiledRules, compile_rules
+from metricbridge.translation.pipeline import Outcome, run_pipeline
+from metricbridge.translation.pipeline import render as write
+from metricbridge.translation.translate import SynthState, translate
 from strategies import mutate
 from tp1_payloads import TP1_HIT_RATE, retyped, scaled
 

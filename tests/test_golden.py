@@ -13,11 +13,10 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, TESTS
-from metricbridge.config import load_config
-from metricbridge.exposition_reader import Verify
-from metricbridge.model import Format
-from metricbridge.pipeline import detect_format, render, run_pipeline
-from metricbridge.rules import CompiledRules, compile_rules
+from metricbridge.config.load import load_config
+from metricbridge.model.family import Format, Verify
+from metricbridge.translation.compiled import CompiledRules, compile_rules
+from metricbridge.translation.pipeline import detect_format, render, run_pipeline
 
 GOLDEN = TESTS / "golden"
 CASES = sorted(path for path in GOLDEN.iterdir() if path.is_dir() and path.name != "fixtures")

@@ -14,8 +14,8 @@ import pytest
 from aiohttp import web
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_om
 
-from metricbridge.server import STATE
-from metricbridge.simulator_engine import SimulatedEngine
+from metricbridge.service.server import STATE
+from metricbridge.simulator.engine import SimulatedEngine
 from service_helpers import TEXT_TYPE, FakeUpstream, bridge_app
 
 SCRAPERS = 200

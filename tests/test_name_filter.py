@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from metricbridge.exposition_reader import read_exposition
-from metricbridge.family_parse import parse_family
-from metricbridge.model import Format, RawFamily
-from metricbridge.name_filter import select_samples
+from metricbridge.exposition.family_parse import parse_family
+from metricbridge.exposition.reader import read_exposition
+from metricbridge.model.family import Format, RawFamily
+from metricbridge.service.name_filter import select_samples
 
 HISTOGRAM = (
     b"# TYPE h histogram\n"

@@ -12,11 +12,10 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families 
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 
 from conftest import FIXTURES
-from metricbridge.config import load_config, parse_config
-from metricbridge.exposition_reader import Verify
-from metricbridge.model import Format
-from metricbridge.pipeline import render, run_pipeline
-from metricbridge.rules import compile_rules
+from metricbridge.config.load import load_config, parse_config
+from metricbridge.model.family import Format, Verify
+from metricbridge.translation.compiled import compile_rules
+from metricbridge.translation.pipeline import render, run_pipeline
 from service_helpers import FakeUpstream, bridge_app
 from test_service import PROM2_ACCEPT, PROM3_ACCEPT
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from metricbridge.negotiation import accepts_gzip
+from metricbridge.service.negotiation import accepts_gzip
 
 
 @pytest.mark.parametrize(

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from metricbridge.errors import MetricbridgeError
-from metricbridge.promql import (
+from metricbridge.analysis.promql import (
     VARIABLE_PLACEHOLDER,
     LabelMatcher,
     LabelUse,
@@ -16,7 +15,8 @@ from metricbridge.promql import (
     analyze,
     substitute_grafana_variables,
 )
-from metricbridge.templating import variable_query_expr
+from metricbridge.analysis.templating import variable_query_expr
+from metricbridge.errors import MetricbridgeError
 
 ANY = VARIABLE_PLACEHOLDER
 REQUESTS = "sglang:num_requests_total"

@@ -36,13 +36,13 @@ from hypothesis import strategies as st
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_om
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 
-from metricbridge.config import parse_config
+from metricbridge.config.load import parse_config
 from metricbridge.errors import ExpositionError
-from metricbridge.exposition_reader import Verify, read_exposition
-from metricbridge.model import Format, MetricType, sample_base
-from metricbridge.pipeline import Outcome, run_pipeline
-from metricbridge.pipeline import render as mb_render
-from metricbridge.rules import CompiledRules, compile_rules
+from metricbridge.exposition.reader import read_exposition
+from metricbridge.model.family import Format, MetricType, Verify, sample_base
+from metricbridge.translation.compiled import CompiledRules, compile_rules
+from metricbridge.translation.pipeline import Outcome, run_pipeline
+from metricbridge.translation.pipeline import render as mb_render
 from strategies import (
     SCALABLE_KINDS,
     Fam,

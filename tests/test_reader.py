@@ -12,13 +12,13 @@ from prometheus_client.openmetrics.parser import (
 from prometheus_client.parser import text_fd_to_metric_families
 
 from conftest import FIXTURES
-from metricbridge import exposition_reader
-from metricbridge.byte_scan import shapes_match
 from metricbridge.errors import ExpositionError
-from metricbridge.exposition_reader import Verify, read_exposition
-from metricbridge.exposition_writer import write_exposition, write_pieces
-from metricbridge.family_parse import parse_family
-from metricbridge.model import Family, Format, MetricType, RawFamily
+from metricbridge.exposition import reader as exposition_reader
+from metricbridge.exposition.byte_scan import shapes_match
+from metricbridge.exposition.family_parse import parse_family
+from metricbridge.exposition.reader import read_exposition
+from metricbridge.exposition.writer import write_exposition, write_pieces
+from metricbridge.model.family import Family, Format, MetricType, RawFamily, Verify
 
 GOOD_HEAD = b"# HELP g A gauge.\n# TYPE g gauge\n"
 

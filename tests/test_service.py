@@ -16,10 +16,10 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families 
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 
 from conftest import FIXTURES, TESTS
-from metricbridge.config import load_config
-from metricbridge.negotiation import scrape_timeout
-from metricbridge.rules import compile_rules
-from metricbridge.server import STATE
+from metricbridge.config.load import load_config
+from metricbridge.service.negotiation import scrape_timeout
+from metricbridge.service.server import STATE
+from metricbridge.translation.compiled import compile_rules
 from service_helpers import FakeUpstream, bridge_app
 
 PROM2_ACCEPT = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"

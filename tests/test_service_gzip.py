@@ -25,7 +25,7 @@ from prometheus_client.parser import text_string_to_metric_families as parse_tex
 from prometheus_client.registry import Collector
 
 from conftest import FIXTURES
-from metricbridge.gzip_framing import close_gzip, gzip_member, open_gzip
+from metricbridge.service.gzip_framing import close_gzip, gzip_member, open_gzip
 from service_helpers import FakeUpstream, bridge_app
 
 OM_ACCEPT = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"

@@ -27,9 +27,9 @@ from prometheus_client.parser import text_string_to_metric_families as parse_tex
 
 from conftest import FIXTURES, TESTS, promtool_check_metrics
 from metricbridge import __version__
-from metricbridge.model import Format
-from metricbridge.selfmetrics import ScrapeCounter, SelfMetrics
-from metricbridge.server import STATE
+from metricbridge.model.family import Format
+from metricbridge.service.selfmetrics import ScrapeCounter, SelfMetrics
+from metricbridge.service.server import STATE
 from service_helpers import FakeUpstream, bridge_app
 
 OM_ACCEPT = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"

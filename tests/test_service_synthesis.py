@@ -77,7 +77,7 @@ async def test_heartbeat_turns_idle_on_without_scrapes(
     upstream = FakeUpstream(body=(FIXTURES / "tp1-idle.prom").read_bytes())
     server = await aiohttp_server(upstream.app())
     app = bridge_app(str(server.make_url("/metrics")), config=str(config))
-    from metricbridge.server import STATE, with_idle_switch  # noqa: PLC0415
+    from metricbridge.service.server import STATE, with_idle_switch  # noqa: PLC0415
 
     app[STATE].config = with_idle_switch(app[STATE].config)
     client = await aiohttp_client(app)

@@ -18,7 +18,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.utils import floatToGoString
 
 from conftest import FIXTURES, promtool_check_metrics
-from metricbridge.simulator import (
+from metricbridge.simulator.exposition import format_value
+from metricbridge.simulator.families import ENCODER_FAMILIES, ENGINE_FAMILIES, Kind
+from metricbridge.simulator.server import (
     REQUEST_COUNTS,
     TEXT_CONTENT_TYPE,
     LoadScript,
@@ -28,8 +30,6 @@ from metricbridge.simulator import (
     run_simulator,
     start_simulator,
 )
-from metricbridge.simulator_exposition import format_value
-from metricbridge.simulator_families import ENCODER_FAMILIES, ENGINE_FAMILIES, Kind
 
 # Families the simulator emits that tp1.prom lacks: its light load never evicted (hicache.prom
 # shows both families, with the radix label set).

@@ -13,13 +13,19 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families 
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 
 from conftest import FIXTURES
-from metricbridge.config import load_config, parse_config
-from metricbridge.exposition_reader import read_exposition
-from metricbridge.exposition_writer import write_exposition
-from metricbridge.family_parse import parse_family
-from metricbridge.model import Format
-from metricbridge.rules import CompiledRules, compile_rules
-from metricbridge.translate import RowState, RowStatus, SynthState, Translation, translate
+from metricbridge.config.load import load_config, parse_config
+from metricbridge.exposition.family_parse import parse_family
+from metricbridge.exposition.reader import read_exposition
+from metricbridge.exposition.writer import write_exposition
+from metricbridge.model.family import Format
+from metricbridge.translation.compiled import CompiledRules, compile_rules
+from metricbridge.translation.translate import (
+    RowState,
+    RowStatus,
+    SynthState,
+    Translation,
+    translate,
+)
 
 M = 'model_name="m"'
 

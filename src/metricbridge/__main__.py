@@ -2,6 +2,6 @@
 
 import sys
 
-from metricbridge.cli import main
+from metricbridge.cli.main import main
 
 sys.exit(main())

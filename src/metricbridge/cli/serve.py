@@ -1,0 +1,357 @@
+"""``metricbridge [serve]``: run the sidecar; every flag is also an environment variable.
+
+Exit status: 0 after SIGTERM/SIGINT and draining; 2 when it cannot start (a bad flag, variable
+or rules file, or an address it cannot listen on), before anything is served.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from metricbridge.cli.logs import configure_logging
+from metricbridge.cli.options import (
+    ArgumentContainer,
+    EnvOption,
+    add_env_option,
+    boolean,
+    choice,
+    config_path,
+    describe_os_error,
+    non_negative_seconds,
+    port_number,
+    positive_int,
+    positive_seconds,
+    use_environment,
+)
+from metricbridge.config.load import load_config
+from metricbridge.errors import ConfigError
+from metricbridge.service.allocator import MMAP_THRESHOLD, tune_malloc
+from metricbridge.service.bridge import FetchSettings
+from metricbridge.service.scrape import Upstream, parse_upstream
+from metricbridge.service.server import (
+    STATE,
+    ServiceSettings,
+    make_app,
+    reload_config,
+    with_idle_switch,
+)
+
+DEFAULT_LISTEN = ":9850"
+EXIT_OK, EXIT_USAGE = 0, 2
+LOG_LEVELS = ("debug", "info", "warning", "error")
+SHUTDOWN_SECONDS = 15
+log = logging.getLogger("metricbridge")
+
+SERVE_EPILOG = f"""\
+endpoints:
+  GET  /metrics    the translated engine metrics plus metricbridge_* self-metrics; OpenMetrics
+                   1.0.0 when the Accept header prefers it, else text 0.0.4; gzip when asked;
+                   ?name[]=NAME filters
+  GET  /contract   JSON: every contract row and how the latest fetch served it
+  GET  /-/healthy  liveness: 200 while the process answers
+  GET  /-/ready    readiness: 200 once the rules are loaded and the HTTP client is running; the
+                   engine's own health is not required, so a loading engine does not hold the
+                   pod's readiness back (metricbridge_upstream_up says whether it answers)
+  POST /-/reload   re-read the rules file: 200 once in force; 500 with its issues, the old
+                   rules still serving
+  GET  /           a page listing these
+
+caching:
+  Scrapes arriving while a fetch is in flight share it, and a finished fetch is reused for
+  --cache-ttl seconds; nothing older than the latest completed fetch is served. A fetch's time
+  limit comes from Prometheus' X-Prometheus-Scrape-Timeout-Seconds, capped by
+  --upstream-timeout. A failed fetch still answers 200, with metricbridge_upstream_up 0.
+
+signals:
+  SIGHUP           re-read the rules file, as POST /-/reload does
+  SIGTERM, SIGINT  stop listening, let scrapes in flight finish (up to {SHUTDOWN_SECONDS} s), exit 0
+
+environment:
+  Each flag above reads the METRICBRIDGE_* variable named in its help when it is not given
+  (the flag wins); an empty variable counts as unset. Values are checked as the flag's are
+  (booleans: 1/0, true/false, yes/no, on/off, in any case). Only the command that uses a
+  variable reads it: these are read by serve alone, METRICBRIDGE_CONFIG also by translate,
+  check, contract, diff and rules. SGLANG_IDLE_METRIC_HEARTBEAT=1 turns idle zeroing on.
+
+exit status:
+  0 stopped by SIGTERM or SIGINT; 2 cannot start: a bad flag, variable or rules file, or an
+  address it cannot listen on ("cannot listen on 0.0.0.0:9850: address already in use")
+"""
+
+
+class ListenError(Exception):
+    """The address cannot be listened on; the message names it and the OS's reason."""
+
+
+def _upstream(text: str) -> Upstream:
+    try:
+        return parse_upstream(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _upstreams(text: str) -> list[Upstream]:
+    """METRICBRIDGE_UPSTREAM: the flag's values, comma-separated; empty items are skipped."""
+    return [_upstream(item) for item in text.split(",") if item.strip()]
+
+
+def listen_address(text: str) -> tuple[str, int]:
+    """``[HOST]:PORT``, checked as a flag or variable value is."""
+    try:
+        return parse_listen(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_service_options(
+    parser: argparse.ArgumentParser, container: ArgumentContainer | None = None
+) -> None:
+    """The ``serve`` flags, each falling back to its METRICBRIDGE_* variable.
+
+    With ``container`` (an argument group of another parser) they are only listed there, for
+    ``metricbridge --help``: that parser never parses them, since a command line that does not
+    start with a command is handed to ``serve`` whole, and it reads no variable for them.
+    """
+    options: list[EnvOption] = []
+
+    def add(
+        *flags: str,
+        variable: str,
+        from_env: Callable[[str], object],
+        default: object,
+        **kwargs: Any,  # noqa: ANN401 - add_argument's own keywords
+    ) -> None:
+        options.append(
+            add_env_option(
+                container or parser,
+                *flags,
+                variable=variable,
+                from_env=from_env,
+                default=default,
+                **kwargs,
+            )
+        )
+
+    add(
+        "-u",
+        "--upstream",
+        variable="METRICBRIDGE_UPSTREAM",
+        from_env=_upstreams,
+        default=[],
+        action="append",
+        type=_upstream,
+        metavar="HOST:PORT|URL",
+        help="engine /metrics to scrape (required); ':30000' means 127.0.0.1:30000/metrics, "
+        "HOST:PORT means http://HOST:PORT/metrics; repeat for an EPD encoder server "
+        "(env METRICBRIDGE_UPSTREAM, comma-separated)",
+    )
+    add(
+        "--listen",
+        variable="METRICBRIDGE_LISTEN",
+        from_env=listen_address,
+        default=parse_listen(DEFAULT_LISTEN),
+        type=listen_address,
+        metavar="[HOST]:PORT",
+        help=f"address to serve on; no host means every interface (default {DEFAULT_LISTEN}; "
+        "env METRICBRIDGE_LISTEN)",
+    )
+    add(
+        "-c",
+        "--config",
+        variable="METRICBRIDGE_CONFIG",
+        from_env=config_path,
+        default=None,
+        type=Path,
+        metavar="FILE",
+        help="rules file (default: the shipped contract; env METRICBRIDGE_CONFIG)",
+    )
+    add(
+        "--log-level",
+        variable="METRICBRIDGE_LOG_LEVEL",
+        from_env=choice(LOG_LEVELS),
+        default="info",
+        type=choice(LOG_LEVELS),
+        metavar="{" + ",".join(LOG_LEVELS) + "}",
+        help="log level, any case (default info; env METRICBRIDGE_LOG_LEVEL)",
+    )
+    add(
+        "--log-format",
+        variable="METRICBRIDGE_LOG_FORMAT",
+        from_env=choice(("text", "json")),
+        default="text",
+        type=choice(("text", "json")),
+        metavar="{text,json}",
+        help="log format, any case; json is one object per line (default text; "
+        "env METRICBRIDGE_LOG_FORMAT)",
+    )
+    add(
+        "--upstream-timeout",
+        variable="METRICBRIDGE_UPSTREAM_TIMEOUT",
+        from_env=positive_seconds,
+        default=10.0,
+        type=positive_seconds,
+        metavar="SECONDS",
+        help="cap on one upstream fetch, seconds, and the whole wait of a request without "
+        "X-Prometheus-Scrape-Timeout-Seconds; with it, Prometheus' timeout less a quarter of it "
+        "(at most 0.5 s) is used when smaller (default 10; env METRICBRIDGE_UPSTREAM_TIMEOUT)",
+    )
+    add(
+        "--upstream-max-bytes",
+        variable="METRICBRIDGE_UPSTREAM_MAX_BYTES",
+        from_env=positive_int,
+        default=64 << 20,
+        type=positive_int,
+        metavar="BYTES",
+        help="largest upstream body accepted (default 67108864, 64 MiB; "
+        "env METRICBRIDGE_UPSTREAM_MAX_BYTES)",
+    )
+    add(
+        "--no-server-info",
+        variable="METRICBRIDGE_NO_SERVER_INFO",
+        from_env=boolean,
+        default=False,
+        action="store_const",
+        const=True,
+        help="do not poll the engine's /server_info (rows derived from it are then reported "
+        "missing; env METRICBRIDGE_NO_SERVER_INFO=1, or true/yes/on)",
+    )
+    add(
+        "--cache-ttl",
+        variable="METRICBRIDGE_CACHE_TTL",
+        from_env=non_negative_seconds,
+        default=1.0,
+        type=non_negative_seconds,
+        metavar="SECONDS",
+        help="seconds a finished fetch is reused by later scrapes (default 1; 0 = only "
+        "scrapes arriving during a fetch share it; env METRICBRIDGE_CACHE_TTL)",
+    )
+    if container is None:
+        use_environment(parser, options)
+
+
+def add_serve_command(commands: Any) -> None:  # noqa: ANN401 - argparse's subparsers type is private
+    """Register ``serve`` (also the default command)."""
+    parser = commands.add_parser(
+        "serve",
+        help="run the sidecar (the default command: metricbridge --upstream :30000)",
+        description="Scrape the engine, translate to the contract, and serve it on /metrics.",
+        epilog=SERVE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_service_options(parser)
+    parser.set_defaults(handler=run_serve)
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """``[HOST]:PORT`` to a (host, port) pair; no host means every interface."""
+    host, sep, port = text.rpartition(":")
+    try:
+        number = port_number(port) if sep else None
+    except argparse.ArgumentTypeError:
+        number = None
+    if number is None:
+        raise ValueError(f"cannot listen on {text!r}: expected [HOST]:PORT")
+    return host.strip("[]") or "0.0.0.0", number  # noqa: S104 - a sidecar is scraped via the pod IP
+
+
+def service_settings(args: argparse.Namespace) -> ServiceSettings:
+    """Settings from parsed flags (each value already checked); raises ValueError if unusable."""
+    upstreams: tuple[Upstream, ...] = tuple(args.upstream)
+    if not upstreams:
+        raise ValueError(
+            "no upstream given: pass --upstream HOST:PORT (or set METRICBRIDGE_UPSTREAM)"
+        )
+    if len({u.url for u in upstreams}) != len(upstreams):
+        raise ValueError("the same upstream is given twice")
+    fetch = FetchSettings(args.upstream_timeout, args.upstream_max_bytes, args.cache_ttl)
+    return ServiceSettings(upstreams, args.config, fetch, server_info=not args.no_server_info)
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    """Run the service until SIGTERM/SIGINT; exit 0 after draining, 2 if it cannot start."""
+    configure_logging(args.log_level, args.log_format)
+    try:
+        settings = service_settings(args)
+        config = with_idle_switch(load_config(settings.config_path))
+    except ValueError as exc:
+        print(f"metricbridge: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except ConfigError as exc:
+        print(f"metricbridge: cannot start with this config:\n{exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if tune_malloc():
+        log.debug("glibc mmap threshold fixed at %d bytes", MMAP_THRESHOLD)
+    app = make_app(settings, config)
+    app.on_startup.append(_install_sighup)
+    try:
+        asyncio.run(_serve(app, args.listen, settings.upstreams))
+    except ListenError as exc:
+        print(f"metricbridge: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    log.info("stopped")
+    return EXIT_OK
+
+
+async def _serve(
+    app: web.Application, address: tuple[str, int], upstreams: tuple[Upstream, ...]
+) -> None:
+    """Serve until SIGTERM/SIGINT, then close the listener and let requests in flight end.
+
+    Not ``web.run_app``: it binds only after the app has started and raises the bind's bare
+    OSError, so "serving on" could only be logged before knowing the address was usable.
+    """
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):  # before start-up: a signal then ends it cleanly
+        loop.add_signal_handler(sig, stop.set)
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_SECONDS)
+    await runner.setup()
+    try:
+        await listen(runner, *address)
+        log.info(
+            "serving on %s, upstreams: %s",
+            format_address(*address),
+            ", ".join(u.url for u in upstreams),
+        )
+        await stop.wait()
+        # Scrapes in flight may finish for most of the grace period; one still waiting on a
+        # slow engine then gets its answer (no engine data) in time for aiohttp's own deadline.
+        loop.call_later(SHUTDOWN_SECONDS - 1, _give_up_fetching, app)
+    finally:
+        await runner.cleanup()
+
+
+def _give_up_fetching(app: web.Application) -> None:
+    bridge = app[STATE].bridge
+    if bridge is not None:
+        bridge.stop()
+
+
+async def listen(runner: web.BaseRunner, host: str, port: int) -> web.TCPSite:
+    """Start serving ``runner`` on ``host:port``; raise ``ListenError`` if it cannot be bound."""
+    site = web.TCPSite(runner, host, port)
+    try:
+        await site.start()
+    except OSError as exc:
+        reason = describe_os_error(exc)
+        raise ListenError(f"cannot listen on {format_address(host, port)}: {reason}") from exc
+    return site
+
+
+def format_address(host: str, port: int) -> str:
+    """``HOST:PORT``, an IPv6 host in brackets."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+async def _install_sighup(app: web.Application) -> None:
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGHUP, lambda: loop.create_task(reload_config(app)))

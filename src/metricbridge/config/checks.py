@@ -1,0 +1,160 @@
+"""Cross-field and cross-rule checks of a parsed ``Config``, named after the rule they concern."""
+
+from __future__ import annotations
+
+import re
+
+from metricbridge.config.outputs import check_outputs
+from metricbridge.config.schema import Config, Disposition, FamilyRule, RelabelAction, RelabelConfig
+from metricbridge.config.templates import TemplateError, compile_template
+from metricbridge.config.yaml_nodes import Issues, RuleIssues
+from metricbridge.model.family import MetricType
+from metricbridge.model.names import LABEL_NAME
+
+_OPERATIONS = {"source", "factor", "match", "relabel", "derive"}
+# Which optional fields each disposition requires; of the operations, the rest are refused.
+_NEEDS: dict[Disposition, set[str]] = {
+    Disposition.NATIVE: set(),
+    Disposition.ENGINE: set(),
+    Disposition.STRUCTURAL: set(),
+    Disposition.DROP: set(),
+    Disposition.ALIAS: {"source"},
+    Disposition.SCALE: {"source", "factor"},
+    Disposition.SELECT: {"source", "match"},
+    Disposition.RELABEL: {"relabel"},
+    Disposition.DERIVE: {"derive"},
+}
+_NO_WARM_ZERO = {Disposition.STRUCTURAL, Disposition.DROP}
+_UNTYPED_OK = {Disposition.ENGINE, Disposition.STRUCTURAL, Disposition.DROP}
+_SCALABLE = {MetricType.COUNTER, MetricType.GAUGE, MetricType.HISTOGRAM, MetricType.SUMMARY}
+_RESERVED_LABELS = {"le", "quantile", "__name__"}
+_EXPANDING = (RelabelAction.REPLACE, RelabelAction.LABELMAP)
+
+
+def _present(rule: FamilyRule, name: str) -> bool:
+    return getattr(rule, name) not in (None, (), {})
+
+
+def _check_fields(rule: FamilyRule, check: RuleIssues) -> None:
+    """Fields required or refused by the disposition, and the type where one is needed."""
+    needs = _NEEDS[rule.disposition]
+    refused = (_OPERATIONS - needs) | (
+        {"warm_zero"} if rule.disposition in _NO_WARM_ZERO else set()
+    )
+    if rule.disposition is Disposition.RELABEL:
+        refused -= {"source"}  # a relabel may read another family
+    for name in sorted(needs):
+        if not _present(rule, name):
+            check.add(
+                "", f"missing required field '{name}' while disposition is {rule.disposition}"
+            )
+    for name in sorted(refused):
+        if _present(rule, name):
+            check.add("", f"field '{name}' does not apply to disposition {rule.disposition}")
+    needs_type = rule.disposition not in _UNTYPED_OK or rule.warm_zero or rule.idle
+    if rule.type is MetricType.UNKNOWN and needs_type:
+        check.add("", f"missing required field 'type' while disposition is {rule.disposition}")
+
+
+def _check_meaning(rule: FamilyRule, check: RuleIssues) -> None:
+    """Combinations that parse but cannot mean anything."""
+    if rule.source == rule.name and rule.disposition is not Disposition.RELABEL:
+        check.add("", "source is the family itself; only relabel rewrites a family in place")
+    if rule.type is MetricType.COUNTER and not rule.name.endswith("_total"):
+        check.add("", "a counter's name must end in _total (the name its samples carry)")
+    if rule.derive is not None and rule.type is not MetricType.GAUGE:
+        check.add(".derive", f"derived families are gauges, not a {rule.type}")
+    if rule.idle is not None and rule.type is not MetricType.GAUGE:
+        check.add(".idle", f"idle zeroing applies to gauges, not to a {rule.type}")
+    for label in rule.match:
+        if label in _RESERVED_LABELS:
+            check.add(".match", f"cannot select on {label!r}")
+
+
+def _check_factor(rule: FamilyRule, check: RuleIssues) -> None:
+    factor = rule.factor
+    if factor is None:
+        return
+    if rule.type not in _SCALABLE:
+        check.add(".factor", f"a scale cannot apply to type {rule.type}")
+    elif factor == 0:
+        check.add(".factor", "factor 0 would erase every value")
+    elif factor < 0 and rule.type is not MetricType.GAUGE:
+        check.add(
+            ".factor",
+            f"a negative factor would break a {rule.type}'s monotonic values and bucket order",
+        )
+
+
+def _check_warm_zero(rule: FamilyRule, check: RuleIssues) -> None:
+    warm = rule.warm_zero
+    if warm is None:
+        return
+    if rule.type not in (MetricType.COUNTER, MetricType.HISTOGRAM):
+        check.add(
+            ".warm_zero",
+            "warm-zero is for counters and histograms; "
+            f"a {rule.type} has no 'not yet happened' state",
+        )
+    if rule.type is MetricType.HISTOGRAM and not warm.buckets:
+        check.add(".warm_zero", "a histogram's warm-zero needs 'buckets' (the engine's bounds)")
+    if warm.buckets and list(warm.buckets) != sorted(set(warm.buckets)):
+        check.add(".warm_zero.buckets", "bounds must be strictly increasing")
+    if warm.keep_labels is not None and warm.drop_labels:
+        check.add(".warm_zero", "use keep_labels or drop_labels, not both")
+    inheriting = warm.keep_labels is not None or warm.drop_labels or warm.defaults
+    if inheriting and warm.labels_from is None:
+        check.add(".warm_zero", "keep_labels/drop_labels/defaults need labels_from")
+    clash = set(warm.values) & set(warm.set)
+    if clash:
+        check.add(".warm_zero", f"label(s) {sorted(clash)} are in both 'values' and 'set'")
+
+
+def _check_relabel_fields(step: RelabelConfig, path: str, check: RuleIssues) -> None:
+    """relabel.go's per-action field rules, and label names that may be touched."""
+    action, line = step.action, step.line
+    if action is RelabelAction.REPLACE and step.target_label is None:
+        check.add(path, "missing required field 'target_label' while action is replace", line)
+    if action in (RelabelAction.KEEP, RelabelAction.DROP) and not step.source_labels:
+        check.add(path, f"{action} action requires 'source_labels'", line)
+    only_regex = action in (RelabelAction.LABELDROP, RelabelAction.LABELKEEP)
+    if only_regex and (step.source_labels or step.target_label):
+        check.add(path, f"{action} action requires only 'regex', and no other fields", line)
+    target = step.target_label
+    for label in [*step.source_labels, *([target] if target and "$" not in target else [])]:
+        if label in _RESERVED_LABELS:
+            check.add(path, f"cannot relabel {label!r}: it shapes the histogram or summary", line)
+        elif not LABEL_NAME.fullmatch(label):
+            check.add(path, f"invalid label name {label!r}", line)
+
+
+def _check_relabel(index: int, step: RelabelConfig, check: RuleIssues) -> None:
+    path = f".relabel[{index}]"
+    try:
+        pattern = re.compile(step.regex)
+    except re.error as exc:
+        check.add(f"{path}.regex", f"cannot compile {step.regex!r}: {exc}", step.line)
+        return
+    _check_relabel_fields(step, path, check)
+    if step.action not in _EXPANDING:
+        return
+    for field_name in ("replacement", "target_label"):
+        template = getattr(step, field_name)
+        if template is not None:
+            try:
+                compile_template(template, pattern)
+            except TemplateError as exc:
+                check.add(f"{path}.{field_name}", f"{template!r} {exc}", step.line)
+
+
+def check_config(config: Config, issues: Issues) -> None:
+    """Record every cross-field problem of ``config`` in ``issues``."""
+    for rule in config.families:
+        check = RuleIssues(issues, rule)
+        _check_fields(rule, check)
+        _check_meaning(rule, check)
+        _check_factor(rule, check)
+        _check_warm_zero(rule, check)
+        for index, step in enumerate(rule.relabel):
+            _check_relabel(index, step, check)
+    check_outputs(config, issues)

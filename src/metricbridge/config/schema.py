@@ -1,0 +1,124 @@
+"""The frozen ``Config``: a rules file's shape, its enums and the defaults, declared once.
+
+``config.load`` reads YAML into it; per-rule checks live in ``config.checks``, cross-rule ones in
+``config.outputs``; compiling for the hot path lives in ``translation.compiled``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from metricbridge.config.synthesis import (
+    Derive,
+    IdleConfig,
+    NamingConfig,
+)
+from metricbridge.model.family import MetricType, Verify
+
+
+class Disposition(StrEnum):
+    """How a contract row is honoured; see docs/configuration.md."""
+
+    NATIVE = "native"  # the engine emits it under the contract name
+    ALIAS = "alias"  # same meaning, other name
+    SCALE = "scale"  # same meaning, other unit
+    SELECT = "select"  # one labelled slice of a family becomes its own family
+    RELABEL = "relabel"  # labels rewritten
+    DROP = "drop"  # the family is not served
+    DERIVE = "derive"  # computed from community families or /server_info
+    ENGINE = "engine"  # needs instrumentation inside the engine
+    STRUCTURAL = "structural"  # never emitted, by contract
+
+
+class RelabelAction(StrEnum):
+    """Prometheus relabel actions that make sense for one exposition's series."""
+
+    REPLACE = "replace"
+    KEEP = "keep"
+    DROP = "drop"
+    LABELMAP = "labelmap"
+    LABELDROP = "labeldrop"
+    LABELKEEP = "labelkeep"
+
+
+class IdlePolicy(StrEnum):
+    """What an idle engine's gauge is served as."""
+
+    ZERO = "zero"
+    PASS = "pass"  # noqa: S105 - a policy name, not a password
+
+
+@dataclass(frozen=True, slots=True)
+class RelabelConfig:
+    """One Prometheus-style relabel step, with Prometheus' defaults."""
+
+    line: int
+    action: RelabelAction = RelabelAction.REPLACE
+    source_labels: tuple[str, ...] = ()
+    separator: str = ";"
+    regex: str = "(.*)"
+    target_label: str | None = None
+    replacement: str = "$1"
+
+
+@dataclass(frozen=True, slots=True)
+class WarmZero:
+    """Which series a warm-zero family must have before the engine's first event."""
+
+    labels_from: str | None = None  # a family present from start-up whose label sets are inherited
+    keep_labels: tuple[str, ...] | None = None  # inherit only these labels
+    drop_labels: tuple[str, ...] = ()
+    defaults: dict[str, str] = field(default_factory=dict)  # when the reference lacks the label
+    values: dict[str, tuple[str, ...]] = field(default_factory=dict)  # one series per value
+    set: dict[str, str] = field(default_factory=dict)  # fixed label values
+    buckets: tuple[float, ...] | None = None  # histogram bucket bounds, +Inf implied
+
+
+@dataclass(frozen=True, slots=True)
+class FamilyRule:
+    """One metric row of the contract and how the bridge honours it."""
+
+    name: str
+    line: int
+    disposition: Disposition
+    type: MetricType = MetricType.UNKNOWN  # unknown: an engine row whose type the engine decides
+    source: str | None = None
+    keep_source: bool = True
+    factor: float | None = None
+    match: dict[str, str] = field(default_factory=dict)
+    relabel: tuple[RelabelConfig, ...] = ()
+    help: str | None = None
+    unit: str | None = None
+    note: str | None = None
+    branches: tuple[str, ...] = ()
+    warm_zero: WarmZero | None = None
+    idle: IdlePolicy | None = None
+    derive: Derive | None = None
+
+    @property
+    def input_name(self) -> str:
+        """The upstream family the rule reads."""
+        return self.source or self.name
+
+
+@dataclass(frozen=True, slots=True)
+class ContractItem:
+    """A contract row that is not a metric family (log schema, traces, ...)."""
+
+    name: str
+    line: int
+    disposition: str
+    note: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """A whole rules file."""
+
+    source: str
+    families: tuple[FamilyRule, ...] = ()
+    items: tuple[ContractItem, ...] = ()
+    validation: Verify = Verify.STRUCTURE
+    idle: IdleConfig = IdleConfig()
+    naming: NamingConfig = NamingConfig()

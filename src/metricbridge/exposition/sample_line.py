@@ -1,0 +1,177 @@
+"""The grammar of one sample line, shared by both wire formats (the slow, exact path).
+
+Families that no rule touches never come here: ``exposition_reader`` copies their bytes. This
+module is for families a rule must look inside, for lines the fast path could not vouch for,
+and for ``validation: full``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from metricbridge.model.family import Format, Labels, Sample
+from metricbridge.model.names import LABEL_NAME, METRIC_NAME, legacy_name
+from metricbridge.model.numbers import parse_value
+
+_QUOTED = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
+_SPACE = re.compile(r"[ \t]+")
+_OM_TIMESTAMP = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_TEXT_TIMESTAMP = re.compile(r"-?[0-9]+")
+_ESCAPES = {"\\": "\\", '"': '"', "n": "\n"}
+
+
+class LineError(ValueError):
+    """A sample line broke the grammar; the message says where and how."""
+
+
+def unescape(text: str) -> str:
+    r"""Undo label-value escaping; only ``\\``, ``\"`` and ``\n`` are escapes in either format."""
+    if "\\" not in text:
+        return text
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if char == "\\":
+            nxt = text[i + 1] if i + 1 < len(text) else ""
+            if nxt not in _ESCAPES:
+                raise LineError(f"invalid escape sequence '\\{nxt}' in label value")
+            out.append(_ESCAPES[nxt])
+            i += 2
+        else:
+            out.append(char)
+            i += 1
+    return "".join(out)
+
+
+def escape_label_value(value: str) -> str:
+    """Escape a label value for either wire format."""
+    if "\\" in value or '"' in value or "\n" in value:
+        return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return value
+
+
+def _read_name(line: str, pos: int, *, label: bool) -> tuple[str, int, bool]:
+    """Read a bare or quoted name at ``pos``; return it, the next position and whether quoted."""
+    if pos < len(line) and line[pos] == '"':
+        match = _QUOTED.match(line, pos)
+        if match is None:
+            raise LineError(f"unterminated quoted name at column {pos + 1}")
+        return legacy_name(unescape(match.group(1)), label=label), match.end(), True
+    match = (LABEL_NAME if label else METRIC_NAME).match(line, pos)
+    if match is None:
+        what = "label name" if label else "metric name"
+        raise LineError(f"expected a {what} at column {pos + 1}")
+    return match.group(), match.end(), False
+
+
+def _skip_space(line: str, pos: int) -> int:
+    match = _SPACE.match(line, pos)
+    return match.end() if match else pos
+
+
+def _read_labels(line: str, pos: int, name: str | None) -> tuple[str | None, Labels, int]:
+    """Read ``{...}`` starting after the brace; a leading quoted name is the metric name."""
+    labels: list[tuple[str, str]] = []
+    while True:
+        pos = _skip_space(line, pos)
+        if pos >= len(line):
+            raise LineError("unterminated label set: missing '}'")
+        if line[pos] == "}":
+            return name, tuple(labels), pos + 1
+        key, pos, quoted = _read_name(line, pos, label=True)
+        pos = _skip_space(line, pos)
+        if quoted and name is None and not labels and pos < len(line) and line[pos] in ",}":
+            name = key if METRIC_NAME.fullmatch(key) else legacy_name(key)
+        else:
+            if pos >= len(line) or line[pos] != "=":
+                raise LineError(f"expected '=' after label name {key!r} at column {pos + 1}")
+            pos = _skip_space(line, pos + 1)
+            match = _QUOTED.match(line, pos)
+            if match is None:
+                raise LineError(f"label {key!r}: value must be a double-quoted string")
+            if any(key == seen for seen, _ in labels):
+                raise LineError(f"label {key!r} appears twice in the label set")
+            labels.append((key, unescape(match.group(1))))
+            pos = _skip_space(line, match.end())
+        if pos < len(line) and line[pos] == ",":
+            pos += 1
+        elif pos >= len(line) or line[pos] != "}":
+            raise LineError(f"expected ',' or '}}' at column {pos + 1}")
+
+
+# The shape prometheus_client writes: no escapes, no quoted names, one space, no timestamp.
+_PLAIN_LINE = re.compile(
+    r'([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{((?:[a-zA-Z_][a-zA-Z0-9_]*="[^"\\\n]*",)*'
+    r'(?:[a-zA-Z_][a-zA-Z0-9_]*="[^"\\\n]*")?)\})? ([^ ]+)'
+)
+_PLAIN_PAIR = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"')
+
+
+# Label sets by their text: a series keeps its label set from scrape to scrape, so each is
+# split into pairs once. Only sets without a repeated key are kept (those take the exact path).
+_LABEL_SETS: dict[str, Labels] = {}
+_LABEL_SETS_MAX = 65536
+
+
+def _plain_labels(pairs: str) -> Labels | None:
+    labels = _LABEL_SETS.get(pairs)
+    if labels is None:
+        labels = tuple(_PLAIN_PAIR.findall(pairs))
+        if len({key for key, _ in labels}) != len(labels):
+            return None
+        if len(_LABEL_SETS) >= _LABEL_SETS_MAX:
+            _LABEL_SETS.clear()  # a crude bound; the next scrape refills it
+        _LABEL_SETS[pairs] = labels
+    return labels
+
+
+def parse_sample(line: str, fmt: Format) -> Sample:
+    """Parse one sample line of either format; raise ``LineError`` naming what is wrong."""
+    plain = _PLAIN_LINE.fullmatch(line)
+    if plain is not None:
+        name, pairs, raw = plain.groups()
+        parsed = parse_value(raw)
+        if parsed is not None:
+            labels = _plain_labels(pairs) if pairs else ()
+            if labels is not None:
+                return Sample(name, labels, parsed[0], parsed[1])
+    return _parse_general(line, fmt)
+
+
+def _parse_general(line: str, fmt: Format) -> Sample:
+    """The full grammar: escapes, quoted UTF-8 names, timestamps, exemplars, errors."""
+    name: str | None = None
+    pos = 0
+    if not line.startswith("{"):
+        name, pos, _ = _read_name(line, 0, label=False)
+    labels: Labels = ()
+    if pos < len(line) and line[pos] == "{":
+        name, labels, pos = _read_labels(line, pos + 1, name)
+    if name is None:
+        raise LineError("sample has no metric name")
+    rest, exemplar = line[pos:], None
+    if fmt is Format.OPENMETRICS and " # " in rest:
+        rest, exemplar = rest.split(" # ", 1)
+    if not rest or rest[0] not in " \t":
+        raise LineError(f"expected a space before the value at column {pos + 1}")
+    tokens = rest.split()
+    if not tokens:
+        raise LineError("missing value")
+    if len(tokens) > 2:
+        raise LineError(f"unexpected text after the value: {' '.join(tokens[2:])!r}")
+    parsed = parse_value(tokens[0])
+    if parsed is None:
+        raise LineError(f"invalid value {tokens[0]!r}")
+    timestamp = _parse_timestamp(tokens[1], fmt) if len(tokens) == 2 else None
+    return Sample(name, labels, parsed[0], parsed[1], timestamp, exemplar)
+
+
+def _parse_timestamp(token: str, fmt: Format) -> float:
+    if fmt is Format.TEXT:
+        if not _TEXT_TIMESTAMP.fullmatch(token):
+            raise LineError(f"invalid timestamp {token!r}: text format wants integer milliseconds")
+        return int(token) / 1000.0
+    if not _OM_TIMESTAMP.fullmatch(token):
+        raise LineError(f"invalid timestamp {token!r}")
+    return float(token)

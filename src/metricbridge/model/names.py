@@ -1,0 +1,19 @@
+"""The name grammar: which metric and label names are legal, and their legacy spelling."""
+
+from __future__ import annotations
+
+import re
+
+METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
+LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
+_NOT_LEGACY = re.compile(r"[^a-zA-Z0-9_:]")
+
+
+def legacy_name(name: str, *, label: bool = False) -> str:
+    """Map a UTF-8 name to the legacy charset with underscores, as Prometheus' escaping does."""
+    escaped = _NOT_LEGACY.sub("_", name)
+    if label:
+        escaped = escaped.replace(":", "_")
+    if not escaped or escaped[0].isdigit():
+        escaped = "_" + escaped
+    return escaped

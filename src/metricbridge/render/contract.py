@@ -1,0 +1,67 @@
+"""``metricbridge contract`` output: the coverage table of ``report.contract_report``."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from metricbridge.render.table import markdown_table, one_line, text_table
+
+__all__ = ["contract_totals", "render_contract"]
+
+_ROW_HEADER = ("FAMILY", "DISPOSITION", "TYPE", "SOURCE", "STATE", "REASON")
+_ITEM_HEADER = ("ITEM", "DISPOSITION", "NOTE")
+_NOT_SERVED = ("missing", "structural")
+
+
+def render_contract(report: Mapping[str, Any], fmt: str) -> str:
+    """The report in ``fmt``: json is the report itself, text and markdown are tables."""
+    if fmt == "json":
+        return json.dumps(report, indent=2) + "\n"
+    rows = [_row_cells(row) for row in report["rows"]]
+    items = [
+        (item["item"], item["disposition"], one_line(item["note"] or ""))
+        for item in report["items"]
+    ]
+    table = markdown_table if fmt == "markdown" else text_table
+    lines = [f"Contract coverage ({report['config']})", ""]
+    if fmt == "markdown":
+        lines[0] = f"### {lines[0]}"
+    lines += [*table(_ROW_HEADER, rows), ""]
+    if items:
+        lines += [*table(_ITEM_HEADER, items), ""]
+    lines.append(contract_totals(report))
+    return "\n".join(lines) + "\n"
+
+
+def contract_totals(report: Mapping[str, Any]) -> str:
+    """One line: rows served (by state), missing (engine or not), structural; items."""
+    rows: Sequence[Mapping[str, Any]] = report["rows"]
+    states = Counter(row["state"] for row in rows)
+    served = {state: n for state, n in states.items() if state not in _NOT_SERVED}
+    missing = states["missing"]
+    engine = sum(1 for row in rows if row["state"] == "missing" and row["disposition"] == "engine")
+    detail = ", ".join(f"{n} {state}" for state, n in sorted(served.items()))
+    line = (
+        f"Totals: {len(rows)} rows: {sum(served.values())} served ({detail or 'none'}), "
+        f"{missing} missing ({engine} need the engine, {missing - engine} not served from "
+        f"this payload), {states['structural']} structural"
+    )
+    items = Counter(item["disposition"] for item in report["items"])
+    if items:
+        counts = ", ".join(f"{count} {name}" for name, count in sorted(items.items()))
+        line += f"; {sum(items.values())} non-metric items ({counts})"
+    return line
+
+
+def _row_cells(row: Mapping[str, Any]) -> tuple[str, ...]:
+    return (
+        row["family"],
+        row["disposition"],
+        row["type"],
+        row["source"] or "-",
+        row["state"],
+        one_line(row["reason"] or ""),
+    )

@@ -1,0 +1,413 @@
+"""The running bridge: fetch every upstream once per scrape wave, translate once, share the result.
+
+Concurrent scrapes join the fetch already in flight (single flight), and a finished fetch is
+reused for ``cache_ttl`` seconds, so fifty scrapers cost one upstream request. Nothing older
+than the latest completed fetch is ever served; when every upstream fails, the engine part of
+the response is empty and ``metricbridge_upstream_up`` says why. Each caller waits at most its
+own timeout: one whose time runs out while the shared fetch goes on gets no engine data.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal, overload
+
+import aiohttp
+
+from metricbridge.errors import ExpositionError, UpstreamError
+from metricbridge.exposition.reader import Exposition, read_exposition
+from metricbridge.exposition.writer import write_chunks, write_pieces
+from metricbridge.model.family import AnyFamily, Format
+from metricbridge.service.gzip_framing import OpenGzip, open_gzip
+from metricbridge.service.scrape import Fetched, Upstream, fetch
+from metricbridge.service.selfmetrics import SelfMetrics
+from metricbridge.translation.compiled import CompiledRules
+from metricbridge.translation.translate import (
+    RowState,
+    SynthState,
+    Translation,
+    sample_count,
+    translate,
+)
+
+log = logging.getLogger("metricbridge.bridge")
+# Below this much time left, a request takes the cut-short fetch it joined instead of another.
+_WORTH_RETRYING = 0.05
+
+
+@dataclass(frozen=True, slots=True)
+class FetchSettings:
+    """How upstreams are fetched and results shared."""
+
+    timeout_cap: float = 10.0
+    max_bytes: int = 64 << 20
+    cache_ttl: float = 1.0
+    gzip_level: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamResult:
+    """What one upstream fetch came to (for /contract)."""
+
+    upstream: Upstream
+    ok: bool
+    reason: str = ""
+    message: str = ""
+    size: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Attempt:
+    """One upstream's HTTP fetch, not yet read: reading needs the rules in force at the end."""
+
+    upstream: Upstream
+    outcome: Fetched | UpstreamError
+    duration: float
+
+
+@dataclass(slots=True)
+class Snapshot:
+    """One wave of fetches, translated; the engine part is rendered on demand and memoised."""
+
+    finished_at: float
+    results: tuple[UpstreamResult, ...]
+    translation: Translation | None
+    gzip_level: int
+    rules: CompiledRules  # the rules it was translated with: a reload makes it unservable
+    # Timed out at a deadline shorter than --upstream-timeout: one request's deadline, not a
+    # verdict on the engine for requests that can wait longer (see Bridge.snapshot).
+    cut_short: bool = False
+    _renders: dict[tuple[Format, bool], tuple[bytes, ...] | OpenGzip] = field(default_factory=dict)
+
+    @overload
+    def engine_part(self, fmt: Format, *, compressed: Literal[False]) -> tuple[bytes, ...]: ...
+    @overload
+    def engine_part(self, fmt: Format, *, compressed: Literal[True]) -> OpenGzip: ...
+    def engine_part(self, fmt: Format, *, compressed: bool) -> tuple[bytes, ...] | OpenGzip:
+        """The translated families (no ``# EOF``) in pieces, rendered once per format and encoding.
+
+        Compressed, it is the start of a gzip member that each response closes with its own
+        self-metrics (``close_gzip``): one member per response, as ``curl --compressed`` needs,
+        while the bulk is still compressed once per fetch. Only the encodings asked for are
+        kept: Prometheus asks for gzip, and memoising the plain render on the way would hold a
+        second copy of the payload for nobody. Pieces, not one buffer: see ``write_pieces``.
+        """
+        key = (fmt, compressed)
+        part = self._renders.get(key)
+        if part is None:
+            families = self.translation.families if self.translation else ()
+            # Compressed straight from the families' views: cutting them into pieces first
+            # would copy the whole render for the compressor to read once (a 10 MB engine).
+            part = (
+                open_gzip(write_chunks(families, fmt), self.gzip_level)
+                if compressed
+                else tuple(write_pieces(families, fmt))
+            )
+            self._renders[key] = part
+        return part
+
+
+class Bridge:
+    """Holds the rules, the upstreams and the latest snapshot; no HTTP serving here."""
+
+    def __init__(
+        self,
+        upstreams: Sequence[Upstream],
+        rules: CompiledRules,
+        session: aiohttp.ClientSession,
+        metrics: SelfMetrics,
+        settings: FetchSettings,
+    ) -> None:
+        self.upstreams = tuple(upstreams)
+        self.rules = rules
+        self.session = session
+        self.metrics = metrics
+        self.settings = settings
+        self._latest: Snapshot | None = None
+        self._inflight: asyncio.Task[Snapshot] | None = None
+        self._inflight_since = self._inflight_timeout = 0.0
+        self._fetches = 0  # numbers the fetches, so one left behind is warned about once
+        self._warned_fetch = 0
+        self._status: dict[str, str] = {}  # upstream label -> failure reason, "" when up
+        self.state = SynthState()  # rates and idleness carried from fetch to fetch
+        self.server_info: dict[str, object] | None = None  # kept fresh by a background poller
+
+    def replace_rules(self, rules: CompiledRules) -> None:
+        """Swap the rules; the next scrape fetches afresh so it is translated with them."""
+        self.rules = rules
+        self._latest = None
+        self.state = SynthState()
+
+    async def snapshot(self, timeout: float) -> Snapshot:
+        """The latest snapshot if fresh, else the one being fetched, else a new fetch.
+
+        The caller waits at most ``timeout`` seconds. A new fetch is bounded by it, but a fetch
+        in flight may have been started with a longer one (the heartbeat, /contract, a scraper
+        with a longer timeout): a caller whose time runs out first gets a snapshot with no
+        engine data, and the fetch goes on for the others. Nor does a shorter deadline speak
+        for a longer one: a fetch that timed out at its starter's deadline is neither cached
+        nor taken by a caller with time to spare, who fetches again.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            latest = self._latest
+            if latest is not None and loop.time() - latest.finished_at <= self.settings.cache_ttl:
+                self.metrics.coalesced.inc("cached")
+                return latest
+            inflight = self._inflight
+            if inflight is None:
+                return await self._start(deadline - loop.time())
+            self.metrics.coalesced.inc("joined")
+            # asyncio.wait, unlike wait_for, never cancels what it waits for: others share it.
+            done, _ = await asyncio.wait((inflight,), timeout=deadline - loop.time())
+            if not done:
+                return self._left_behind(timeout)
+            if inflight.cancelled():
+                return self._stopped()
+            snapshot = inflight.result()
+            # A fetch cut short by a shorter deadline than ours (a scraper with a tiny
+            # X-Prometheus-Scrape-Timeout-Seconds) says nothing of what we can get: try again
+            # with the time we have left. It was not cached, so this starts a fetch or joins one.
+            if not snapshot.cut_short or deadline - loop.time() < _WORTH_RETRYING:
+                return snapshot
+
+    async def _start(self, timeout: float) -> Snapshot:
+        """Start a fetch bounded by ``timeout`` and wait for it."""
+        loop = asyncio.get_running_loop()
+        # The stale snapshot will never be served again; let its renders go before the new
+        # payload arrives, so a 10 MB engine is not held twice.
+        self._latest = None
+        inflight = self._inflight = loop.create_task(self._collect(timeout))
+        inflight.add_done_callback(self._clear_inflight)
+        self._fetches += 1
+        self._inflight_since, self._inflight_timeout = loop.time(), timeout
+        # asyncio.wait, not a plain await: a scraper that disconnects (its handler cancelled)
+        # must not cancel the fetch others have joined.
+        await asyncio.wait((inflight,))
+        return self._stopped() if inflight.cancelled() else inflight.result()
+
+    def stop(self) -> None:
+        """Give up the fetch in flight: shutting down, its waiters are answered at once."""
+        if self._inflight is not None:
+            self._inflight.cancel()
+
+    def _stopped(self) -> Snapshot:
+        """For the waiters of a fetch given up at shutdown: their own metrics, no engine data."""
+        message = "the bridge is shutting down; the fetch in flight was given up"
+        return self._without_engine("shutting_down", message)
+
+    def _without_engine(self, reason: str, message: str) -> Snapshot:
+        """A snapshot of the bridge's own metrics only, every upstream marked ``reason``."""
+        results = tuple(
+            UpstreamResult(upstream, ok=False, reason=reason, message=message)
+            for upstream in self.upstreams
+        )
+        loop = asyncio.get_running_loop()
+        return Snapshot(loop.time(), results, None, self.settings.gzip_level, self.rules)
+
+    def _left_behind(self, timeout: float) -> Snapshot:
+        """For a caller whose time ran out before the fetch in flight: no engine data.
+
+        The previous snapshot is no answer: it was dropped as stale when this fetch began.
+        """
+        loop = asyncio.get_running_loop()
+        self.metrics.gave_up.inc()
+        self.metrics.changed()  # the response about to be rendered must count itself
+        # One warning per fetch left behind; fifty scrapers giving up on it are one event.
+        level = logging.DEBUG if self._warned_fetch == self._fetches else logging.WARNING
+        self._warned_fetch = self._fetches
+        log.log(
+            level,
+            "answered without engine data: the request's %.3gs wait ran out while the upstream "
+            "fetch it joined was still running (%.3gs so far, its own timeout %.3gs)",
+            timeout,
+            loop.time() - self._inflight_since,
+            self._inflight_timeout,
+        )
+        message = f"the fetch in flight did not finish within this request's {timeout:.3g}s"
+        return self._without_engine("gave_up", message)
+
+    def _clear_inflight(self, task: asyncio.Task[Snapshot]) -> None:
+        self._inflight = None
+        if not task.cancelled() and task.exception() is None:
+            snapshot = task.result()
+            # A reload can run between the fetch's last step and this callback; a snapshot of
+            # the old rules must not be reused for cache_ttl after the reload said it was done.
+            # A fetch cut short by its starter's deadline is not reused either: a request
+            # that can wait longer must get a fetch of its own, not that timeout.
+            if snapshot.rules is self.rules and not snapshot.cut_short:
+                self._latest = snapshot
+
+    async def _collect(self, timeout: float) -> Snapshot:
+        try:
+            return await self._fetch_and_translate(timeout)
+        finally:
+            # Every self-metric a fetch touches is now final: the next response renders them
+            # afresh (see SelfMetrics), whatever the fetch came to.
+            self.metrics.changed()
+
+    async def _fetch_and_translate(self, timeout: float) -> Snapshot:
+        attempts = await asyncio.gather(*(self._fetch_one(u, timeout) for u in self.upstreams))
+        # Nothing below awaits, so no reload can interleave: the rules read now are the ones in
+        # force when the snapshot is published, and a reload while the engine was being fetched
+        # applies to this fetch instead of being overtaken by it.
+        rules = self.rules
+        outcomes = [self._read(attempt, rules) for attempt in attempts]
+        results = tuple(result for result, _ in outcomes)
+        translation = None
+        loop = asyncio.get_running_loop()
+        if any(result.ok for result in results):
+            started = time.perf_counter()
+            merged = self._merge([families for _, families in outcomes])
+            translation = translate(
+                merged, rules, self.state, now=loop.time(), server_info=self.server_info
+            )
+            self.state = translation.state
+            self.metrics.translation_duration.observe(time.perf_counter() - started)
+            self._account(translation)
+        else:
+            # Nothing observed: idleness must be re-established, and no rate may span a gap in
+            # which the engine could have restarted unseen. Nothing of the engine is served.
+            self.state = SynthState()
+            self._account_nothing_served(rules)
+        self.metrics.idle_state(
+            self.state.idle, translation.zeroed if translation else (), loop.time()
+        )
+        cut_short = timeout < self.settings.timeout_cap and any(
+            result.reason == "timeout" for result in results
+        )
+        return Snapshot(
+            loop.time(), results, translation, self.settings.gzip_level, rules, cut_short
+        )
+
+    def age(self) -> float | None:
+        """Seconds since the latest fetch finished, or None before the first."""
+        if self._latest is None:
+            return None
+        return asyncio.get_running_loop().time() - self._latest.finished_at
+
+    async def _fetch_one(self, upstream: Upstream, timeout: float) -> _Attempt:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        outcome: Fetched | UpstreamError
+        try:
+            outcome = await fetch(
+                self.session, upstream, timeout=timeout, max_bytes=self.settings.max_bytes
+            )
+        except UpstreamError as exc:
+            outcome = exc
+        return _Attempt(upstream, outcome, loop.time() - started)
+
+    def _read(
+        self, attempt: _Attempt, rules: CompiledRules
+    ) -> tuple[UpstreamResult, list[AnyFamily]]:
+        """Read one fetched body and record what the attempt came to."""
+        upstream, metrics = attempt.upstream, self.metrics
+        try:
+            exposition, size = _parse(attempt.outcome, rules)
+        except (UpstreamError, ExpositionError) as exc:
+            reason = exc.reason if isinstance(exc, UpstreamError) else "malformed"
+            metrics.upstream_duration.labels(upstream.label, "failed").observe(attempt.duration)
+            metrics.upstream_failures.labels(upstream.label, reason).inc()
+            metrics.upstream_up.labels(upstream.label).set(0)
+            self._note_state(upstream, reason, f"{reason}: {exc}")
+            return UpstreamResult(upstream, ok=False, reason=reason, message=str(exc)), []
+        for problem in exposition.problems:
+            log.warning("upstream %s: dropped a family: %s", upstream.label, problem)
+        metrics.upstream_duration.labels(upstream.label, "ok").observe(attempt.duration)
+        metrics.exposition_problems.inc(len(exposition.problems))
+        metrics.upstream_up.labels(upstream.label).set(1)
+        metrics.upstream_bytes.labels(upstream.label).set(size)
+        self._note_state(upstream, "", "")
+        return UpstreamResult(upstream, ok=True, size=size), exposition.families
+
+    def _note_state(self, upstream: Upstream, reason: str, detail: str) -> None:
+        """Log changes of an upstream's state loudly and repeats quietly; ``reason`` "" is up.
+
+        A dead engine must not flood the log, but a new way of failing (a timeout, then HTTP
+        500) is news.
+        """
+        previous = self._status.get(upstream.label)  # None before the first fetch
+        self._status[upstream.label] = reason
+        if not reason:
+            if previous:
+                log.info("upstream %s is back", upstream.label)
+        elif reason == previous:
+            log.debug("upstream %s still failing: %s", upstream.label, detail)
+        elif previous:
+            log.warning(
+                "upstream %s fetch failed: %s (was failing with %s)",
+                upstream.label,
+                detail,
+                previous,
+            )
+        else:
+            log.warning("upstream %s fetch failed: %s", upstream.label, detail)
+
+    def _merge(self, per_upstream: list[list[AnyFamily]]) -> list[AnyFamily]:
+        """Concatenate upstream families; a name served by two upstreams keeps the first."""
+        seen: dict[str, str] = {}
+        merged: list[AnyFamily] = []
+        for upstream, families in zip(self.upstreams, per_upstream, strict=True):
+            for family in families:
+                if family.name.startswith("metricbridge_"):
+                    # Another bridge upstream: its self-metrics would clash with ours.
+                    self.metrics.samples_dropped.labels("reserved_name").inc(sample_count(family))
+                    continue
+                if family.name in seen:
+                    log.warning(
+                        "family %s from %s duplicates %s's; dropped",
+                        family.name,
+                        upstream.label,
+                        seen[family.name],
+                    )
+                    self.metrics.samples_dropped.labels("duplicate_family").inc(
+                        sample_count(family)
+                    )
+                    continue
+                seen[family.name] = upstream.label
+                merged.append(family)
+        return merged
+
+    def _account_nothing_served(self, rules: CompiledRules) -> None:
+        metrics = self.metrics
+        for direction in ("in", "out"):
+            metrics.families.labels(direction).set(0)
+            metrics.samples.labels(direction).set(0)
+        metrics.warm_zero_series.set(0)
+        rows = len(rules.rows)
+        for state in RowState:
+            metrics.contract_rows.labels(state.value).set(rows if state is RowState.MISSING else 0)
+
+    def _account(self, translation: Translation) -> None:
+        stats, metrics = translation.stats, self.metrics
+        metrics.families.labels("in").set(stats.families_in)
+        metrics.families.labels("out").set(stats.families_out)
+        metrics.samples.labels("in").set(stats.samples_in)
+        metrics.samples.labels("out").set(stats.samples_out)
+        for reason, count in stats.dropped.items():
+            if count:
+                metrics.samples_dropped.labels(reason).inc(count)
+        for problem in translation.problems:
+            log.warning("translation dropped a family: %s", problem)
+        states = dict.fromkeys(RowState, 0)
+        for status in translation.rows.values():
+            states[status.state] += 1
+        for state, count in states.items():
+            metrics.contract_rows.labels(state.value).set(count)
+        metrics.warm_zero_series.set(translation.warm_zero_series)
+
+
+def _parse(outcome: Fetched | UpstreamError, rules: CompiledRules) -> tuple[Exposition, int]:
+    """The exposition of a fetched body and the body's size; raises what the fetch came to."""
+    if isinstance(outcome, UpstreamError):
+        raise outcome
+    if not outcome.body:
+        # A server with no metric families yet (a cold EPD encoder) answers 200 with no body.
+        return Exposition([], [], outcome.format), 0
+    return read_exposition(outcome.body, outcome.format, rules.validation), len(outcome.body)

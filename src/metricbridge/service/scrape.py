@@ -1,0 +1,126 @@
+"""One upstream GET: text format 0.0.4, no compression, bounded in time and size."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+import aiohttp
+
+from metricbridge.errors import UpstreamError
+from metricbridge.model.family import Format
+
+# Ask for the classic text format explicitly: prometheus_client's OpenMetrics encoder mangles
+# `sglang:` into `sglang_` under escaping=underscores (client_python#1177). And ask for identity:
+# prometheus_client gzips at level 9 inside the engine process, costing the engine more CPU than
+# our whole translation.
+REQUEST_HEADERS = {
+    "Accept": "text/plain;version=0.0.4;q=1,*/*;q=0.1",
+    "Accept-Encoding": "identity",
+    "User-Agent": "metricbridge",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Upstream:
+    """A scrape target: ``label`` names it in self-metrics, ``url`` is fetched."""
+
+    label: str
+    url: str
+
+
+def parse_upstream(spec: str) -> Upstream:
+    """``:30000``, ``host:port``, ``host:port/path`` or a full URL; path defaults to /metrics."""
+    text = spec.strip()
+    if not text:
+        raise ValueError("empty upstream")
+    if "://" not in text:
+        text = "http://" + (f"127.0.0.1{text}" if text.startswith(":") else text)
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"cannot use upstream {spec!r}: expected HOST:PORT or an http(s) URL")
+    try:
+        port = parts.port
+    except ValueError as exc:
+        raise ValueError(f"cannot use upstream {spec!r}: {exc}") from None
+    if port is None and not spec.strip().startswith(("http://", "https://")):
+        raise ValueError(f"cannot use upstream {spec!r}: no port given")
+    if port == 0:
+        raise ValueError(f"cannot use upstream {spec!r}: port 0 is no server's port")
+    path = parts.path or "/metrics"
+    query = f"?{parts.query}" if parts.query else ""
+    url = f"{parts.scheme}://{parts.netloc}{path}{query}"
+    return Upstream(label=f"{parts.netloc}{path}", url=url)
+
+
+@dataclass(frozen=True, slots=True)
+class Fetched:
+    """A successful fetch (the caller times it: failures take time too)."""
+
+    body: bytes
+    format: Format
+
+
+def _format_of(content_type: str) -> Format:
+    media = content_type.split(";", 1)[0].strip().lower()
+    if media in ("text/plain", ""):
+        return Format.TEXT
+    if media == "application/openmetrics-text":
+        return Format.OPENMETRICS
+    raise UpstreamError("content_type", f"unexpected Content-Type {content_type!r}")
+
+
+async def fetch(
+    session: aiohttp.ClientSession, upstream: Upstream, *, timeout: float, max_bytes: int
+) -> Fetched:
+    """GET the upstream's exposition; raise ``UpstreamError`` with a reason label on any failure."""
+    try:
+        async with asyncio.timeout(timeout):
+            async with session.get(
+                upstream.url, headers=REQUEST_HEADERS, allow_redirects=False, auto_decompress=False
+            ) as response:
+                if response.status != 200:
+                    raise UpstreamError(
+                        "http_status", f"HTTP {response.status} {response.reason or ''}".strip()
+                    )
+                if response.headers.get("Content-Encoding", "identity").lower() not in (
+                    "identity",
+                    "",
+                ):
+                    raise UpstreamError(
+                        "content_encoding",
+                        f"unrequested Content-Encoding {response.headers['Content-Encoding']!r}",
+                    )
+                fmt = _format_of(response.headers.get("Content-Type", ""))
+                declared = response.content_length
+                if declared is not None and declared > max_bytes:
+                    raise UpstreamError(
+                        "oversize", f"body of {declared} bytes exceeds the {max_bytes}-byte cap"
+                    )
+                body = await _read_capped(response, max_bytes)
+    except TimeoutError:
+        raise UpstreamError("timeout", f"no complete response within {timeout:.3g}s") from None
+    except aiohttp.ClientConnectorError as exc:
+        raise UpstreamError("connect", f"cannot connect: {exc.os_error or exc}") from None
+    except aiohttp.ClientPayloadError as exc:
+        raise UpstreamError("truncated", f"body ended early: {exc}") from None
+    except aiohttp.ClientError as exc:
+        raise UpstreamError("http", f"{type(exc).__name__}: {exc}") from None
+    return Fetched(body, fmt)
+
+
+async def _read_capped(response: aiohttp.ClientResponse, max_bytes: int) -> bytes:
+    """The body, refused as soon as it passes ``max_bytes``, with one copy: the final join.
+
+    ``iter_any`` hands over the blocks as the connection received them; ``iter_chunked`` would
+    re-slice them into fixed sizes, copying the whole body once more in Python-sized steps.
+    """
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.content.iter_any():
+        size += len(chunk)
+        if size > max_bytes:
+            raise UpstreamError("oversize", f"body exceeds the {max_bytes}-byte cap")
+        chunks.append(chunk)
+    return b"".join(chunks)

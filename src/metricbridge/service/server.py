@@ -1,0 +1,298 @@
+"""The HTTP face of the bridge: /metrics, /contract, health, readiness and reload."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import logging
+import os
+import time
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiohttp
+from aiohttp import web
+
+from metricbridge import __version__
+from metricbridge.config.load import load_config
+from metricbridge.config.schema import Config
+from metricbridge.errors import ConfigError, ExpositionError
+from metricbridge.exposition.writer import PIECE_SIZE, write_chunks
+from metricbridge.model.family import AnyFamily, Format
+from metricbridge.service.background import heartbeat, poll_server_info, server_info_urls
+from metricbridge.service.bridge import Bridge, FetchSettings, Snapshot
+from metricbridge.service.gzip_framing import close_gzip, gzip_member
+from metricbridge.service.name_filter import select_samples
+from metricbridge.service.negotiation import (
+    accepts_gzip,
+    choose_format,
+    content_type,
+    scrape_timeout,
+)
+from metricbridge.service.scrape import Upstream
+from metricbridge.service.selfmetrics import SelfMetrics
+from metricbridge.translation.compiled import compile_rules
+from metricbridge.translation.report import contract_report
+
+log = logging.getLogger("metricbridge.server")
+Part = bytes | memoryview  # a response part; memoryviews spare copying renders to trim them
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceSettings:
+    """Everything the service needs besides the rules."""
+
+    upstreams: tuple[Upstream, ...]
+    config_path: Path | None = None
+    fetch: FetchSettings = FetchSettings()
+    timeout_offset: float = 0.5
+    server_info: bool = True  # poll the first upstream's /server_info for derived rows
+
+
+@dataclass(slots=True)
+class ServiceState:
+    """Mutable service state: the loaded config and the lock that serialises reloads."""
+
+    settings: ServiceSettings
+    config: Config
+    metrics: SelfMetrics
+    reload_lock: asyncio.Lock
+    bridge: Bridge | None = None
+
+
+STATE = web.AppKey("state", ServiceState)
+
+
+async def _bridge_ctx(app: web.Application) -> AsyncIterator[None]:
+    """One ClientSession per app, closed on shutdown (aiohttp: never a session per request)."""
+    state = app[STATE]
+    connector = aiohttp.TCPConnector(limit=16, limit_per_host=4)
+    async with aiohttp.ClientSession(connector=connector, auto_decompress=False) as session:
+        bridge = state.bridge = Bridge(
+            state.settings.upstreams,
+            compile_rules(state.config),
+            session,
+            state.metrics,
+            state.settings.fetch,
+        )
+        tasks = [asyncio.create_task(heartbeat(bridge))]
+        if state.settings.server_info:
+            urls = server_info_urls(state.settings.upstreams[0])
+            tasks.append(asyncio.create_task(poll_server_info(bridge, urls)))
+        yield
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        state.bridge = None
+
+
+def with_idle_switch(config: Config) -> Config:
+    """The contract's switch: SGLANG_IDLE_METRIC_HEARTBEAT=1 turns idle zeroing on."""
+    if os.environ.get("SGLANG_IDLE_METRIC_HEARTBEAT", "").strip().lower() in (
+        "1",
+        "true",
+        "yes",
+        "on",
+    ):
+        return dataclasses.replace(config, idle=dataclasses.replace(config.idle, enabled=True))
+    return config
+
+
+def _bridge(request: web.Request) -> Bridge:
+    bridge = request.app[STATE].bridge
+    if bridge is None:
+        raise web.HTTPServiceUnavailable(text="starting up\n")
+    return bridge
+
+
+async def handle_metrics(request: web.Request) -> web.StreamResponse:
+    """Serve the translated engine metrics plus the bridge's own, in the negotiated format."""
+    state = request.app[STATE]
+    bridge = _bridge(request)
+    fmt = choose_format(request.headers.get("Accept"))
+    timeout = scrape_timeout(
+        request.headers.get("X-Prometheus-Scrape-Timeout-Seconds"),
+        cap=state.settings.fetch.timeout_cap,
+        offset=state.settings.timeout_offset,
+    )
+    snapshot = await bridge.snapshot(timeout)
+    state.metrics.scrapes.inc(fmt.value)
+    names = set(request.query.getall("name[]", []))
+    level = state.settings.fetch.gzip_level
+    gzip_level = level if accepts_gzip(request.headers.get("Accept-Encoding")) else None
+    if names:
+        parts = await _filtered_body(snapshot, state.metrics, fmt, names, gzip_level)
+    else:
+        parts = _body(snapshot, state.metrics, fmt, gzip_level)
+    return await _send(request, fmt, parts, compressed=gzip_level is not None)
+
+
+def _body(
+    snapshot: Snapshot, metrics: SelfMetrics, fmt: Format, gzip_level: int | None
+) -> tuple[Part, ...]:
+    """The whole response in three parts, none of them copied or joined per scrape.
+
+    The engine part is rendered once per fetch and the bridge's settled self-metrics once per
+    change of theirs; only the per-scrape counters are written for this response. With gzip the
+    three are still one gzip member: several members in a row are valid (RFC 1952 §2.2), but
+    ``curl --compressed`` stops after the first one, without a word.
+    """
+    counters = metrics.render_scrape_counters(fmt)
+    settled = metrics.render_settled(fmt)  # ends with # EOF in OpenMetrics
+    if gzip_level is None:
+        return (*snapshot.engine_part(fmt, compressed=False), counters, settled)
+    return close_gzip(
+        snapshot.engine_part(fmt, compressed=True),
+        counters,
+        settled,
+        metrics.render_settled(fmt, gzip_level=gzip_level),
+    )
+
+
+async def _filtered_body(
+    snapshot: Snapshot, metrics: SelfMetrics, fmt: Format, names: set[str], gzip_level: int | None
+) -> tuple[Part, ...]:
+    """A ``name[]`` response: rare, so rendered from scratch every time."""
+    families = snapshot.translation.families if snapshot.translation else ()
+    # Off the event loop: selecting from a family of 100,000 series parses them, about a
+    # second, and every other scrape would wait for it. The families are frozen, and the
+    # writer's caches are plain dicts, safe to share under the GIL.
+    engine, problems = await asyncio.to_thread(_selected, families, names, fmt)
+    for problem in problems:
+        # The unfiltered response serves the family's bytes as they came, so the engine's
+        # problem stays visible there.
+        log.warning("name[]: family left out: %s", problem)
+    own = metrics.render(fmt, names)  # prometheus_client's RestrictedRegistry: the same rule
+    eof = b"# EOF\n" if fmt is Format.OPENMETRICS else b""
+    body = engine + own + eof
+    return (body if gzip_level is None else gzip_member(body, gzip_level),)
+
+
+def _selected(
+    families: Sequence[AnyFamily], names: set[str], fmt: Format
+) -> tuple[bytes, list[ExpositionError]]:
+    selected, problems = select_samples(families, names)
+    return b"".join(write_chunks(selected, fmt)), problems
+
+
+async def _send(
+    request: web.Request, fmt: Format, parts: tuple[Part, ...], *, compressed: bool
+) -> web.StreamResponse:
+    """Write ``parts`` one after the other behind a Content-Length.
+
+    Not ``web.Response(body=b"".join(parts))``: the join copies the whole body on every scrape,
+    and aiohttp keeps a returned Response, body included, until the connection's next request,
+    which pins one more copy of a 10 MB body per idle keep-alive connection.
+    """
+    headers = {"Content-Type": content_type(fmt), "Vary": "Accept, Accept-Encoding"}
+    if compressed:
+        headers["Content-Encoding"] = "gzip"
+    response = web.StreamResponse(headers=headers)
+    response.content_length = sum(len(part) for part in parts)
+    try:
+        await response.prepare(request)
+        if request.method != "HEAD":  # HEAD: the headers, Content-Length included, no body
+            for part in parts:
+                view = memoryview(part)
+                # Slices, so aiohttp drains between them: one 10 MB write would be copied whole
+                # into the transport's buffer, a fresh 10 MB allocation on every scrape.
+                for offset in range(0, len(view), PIECE_SIZE):
+                    await response.write(view[offset : offset + PIECE_SIZE])
+        await response.write_eof()
+    except ConnectionError:
+        # The scraper left between two writes (aiohttp cancels the handler if it leaves during
+        # one): nobody is left to answer, and it is not the bridge's error.
+        log.debug("scraper disconnected during the response")
+    return response
+
+
+async def handle_healthy(_: web.Request) -> web.Response:
+    """Liveness: the process answers."""
+    return web.Response(text="metricbridge is healthy.\n")
+
+
+async def handle_ready(request: web.Request) -> web.Response:
+    """Readiness: rules loaded and the HTTP client running; upstream health is not required."""
+    if request.app[STATE].bridge is None:
+        return web.Response(status=503, text="metricbridge is starting.\n")
+    return web.Response(text="metricbridge is ready.\n")
+
+
+async def reload_config(app: web.Application) -> list[str]:
+    """Load and compile the config, then swap it in; on failure keep the old one. Returns issues."""
+    state = app[STATE]
+    async with state.reload_lock:
+        try:
+            config = with_idle_switch(load_config(state.settings.config_path))
+            rules = compile_rules(config)
+        except ConfigError as exc:
+            issues = [str(issue) for issue in exc.issues]
+        else:
+            issues = []
+        if issues:
+            state.metrics.config_loaded(ok=False)
+            for issue in issues:
+                log.error("config reload rejected, old config kept: %s", issue)
+            return issues
+        state.config = config
+        if state.bridge is not None:
+            state.bridge.replace_rules(rules)
+        state.metrics.config_loaded(ok=True, at=time.time())
+        log.info("config reloaded from %s (%d families)", config.source, len(config.families))
+        return []
+
+
+async def handle_reload(request: web.Request) -> web.Response:
+    """POST /-/reload: 200 when the new config is in force, 500 with its issues otherwise."""
+    issues = await reload_config(request.app)
+    if issues:
+        return web.Response(
+            status=500, text="failed to reload config:\n" + "\n".join(issues) + "\n"
+        )
+    return web.Response(text="config reloaded\n")
+
+
+async def handle_contract(request: web.Request) -> web.Response:
+    """GET /contract: each contract row and how the latest fetch served it."""
+    state = request.app[STATE]
+    snapshot = await _bridge(request).snapshot(state.settings.fetch.timeout_cap)
+    report = contract_report(state.config, snapshot.translation)
+    report["upstreams"] = [
+        {
+            "upstream": r.upstream.label,
+            "up": r.ok,
+            "reason": r.reason or None,
+            "message": r.message or None,
+        }
+        for r in snapshot.results
+    ]
+    return web.json_response(report, dumps=lambda obj: json.dumps(obj, indent=2) + "\n")
+
+
+async def handle_index(request: web.Request) -> web.Response:
+    """A plain page pointing at the endpoints."""
+    upstreams = ", ".join(u.url for u in request.app[STATE].settings.upstreams)
+    return web.Response(
+        text=f"metricbridge {__version__}\nupstreams: {upstreams}\n\n"
+        "/metrics   translated engine metrics and metricbridge_* self-metrics\n"
+        "/contract  contract coverage of the latest fetch (JSON)\n"
+        "/-/healthy /-/ready  probes; POST /-/reload re-reads the config\n"
+    )
+
+
+def make_app(settings: ServiceSettings, config: Config) -> web.Application:
+    """The aiohttp application; the caller has already loaded ``config`` (fail fast at start)."""
+    app = web.Application(client_max_size=1024)  # no endpoint takes a request body
+    metrics = SelfMetrics()
+    metrics.config_loaded(ok=True, at=time.time())
+    app[STATE] = ServiceState(settings, config, metrics, asyncio.Lock())
+    app.cleanup_ctx.append(_bridge_ctx)
+    app.router.add_get("/metrics", handle_metrics)
+    app.router.add_get("/contract", handle_contract)
+    app.router.add_get("/-/healthy", handle_healthy)
+    app.router.add_get("/-/ready", handle_ready)
+    app.router.add_post("/-/reload", handle_reload)
+    app.router.add_get("/", handle_index)
+    return app

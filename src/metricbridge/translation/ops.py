@@ -1,0 +1,192 @@
+"""Stateless per-family operations: rename, scale, select, relabel."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from metricbridge.config.schema import RelabelAction
+from metricbridge.model.family import (
+    SHAPE_LABELS,
+    AnyFamily,
+    Family,
+    FamilyMeta,
+    Labels,
+    MetricType,
+    RawFamily,
+    Sample,
+    sample_base,
+    series_key,
+)
+from metricbridge.model.names import LABEL_NAME
+from metricbridge.model.numbers import format_value, parse_value
+from metricbridge.translation.compiled import CompiledRelabel
+
+
+def rename(family: AnyFamily, meta: FamilyMeta) -> AnyFamily:
+    """The same samples under ``meta.name``; suffixes (``_total``, ``_bucket``, ...) follow."""
+    old = sample_base(family.meta.name, family.meta.type)
+    new = sample_base(meta.name, meta.type)
+    if isinstance(family, RawFamily):
+        # Every body line starts with the old base (the reader proved it), so replacing it after
+        # each newline renames every sample at C speed; label values cannot hold a raw newline.
+        # The first line has no newline before it: its new name goes on in the concatenation
+        # that also turns a view into bytes. Two copies in all.
+        old_bytes, new_bytes = old.encode(), new.encode()
+        body = family.body
+        spliced = (
+            (new_bytes + body[len(old_bytes) :]).replace(b"\n" + old_bytes, b"\n" + new_bytes)
+            if body
+            else b""
+        )
+        count = family.sample_count
+        return RawFamily(meta, spliced, family.source_format, family.first_line, count)
+    samples = tuple(_with(s, name=new + s.name[len(old) :]) for s in family.samples)
+    return Family(meta, samples)
+
+
+def _with(sample: Sample, **changes: object) -> Sample:
+    values = {
+        "name": sample.name,
+        "labels": sample.labels,
+        "value": sample.value,
+        "raw_value": sample.raw_value,
+        "timestamp": sample.timestamp,
+        "exemplar": sample.exemplar,
+    }
+    values.update(changes)
+    return Sample(**values)  # type: ignore[arg-type]
+
+
+def _multiplier(factor: float) -> Callable[[float], float]:
+    # 1.0 / 1000 reads better than 1.0 * 0.001 (= 0.001 vs 0.0010000000000000002 for some inputs),
+    # so a factor that is the reciprocal of an integer divides instead of multiplying.
+    inverse = 1.0 / factor
+    if inverse == round(inverse) and abs(inverse) > 1:
+        return lambda value: value / inverse
+    return lambda value: value * factor
+
+
+def scale(family: Family, factor: float) -> Family:
+    """Multiply values by ``factor``; histograms scale ``le`` bounds and ``_sum`` together.
+
+    Bucket counts, ``_count`` and ``_created`` are counts or times, never in the family's unit,
+    so they are left alone; that keeps a scaled histogram a valid histogram of the same events.
+    """
+    apply = _multiplier(factor)
+    base = sample_base(family.meta.name, family.meta.type)
+    mtype = family.meta.type
+    scaled_names = {
+        MetricType.HISTOGRAM: {base + "_sum"},
+        MetricType.SUMMARY: {base, base + "_sum"},
+    }.get(mtype, {s.name for s in family.samples if not s.name.endswith("_created")})
+    out = []
+    for sample in family.samples:
+        if sample.name in scaled_names:
+            value = apply(sample.value)
+            out.append(_with(sample, value=value, raw_value=format_value(value)))
+        elif mtype is MetricType.HISTOGRAM and sample.name == base + "_bucket":
+            out.append(_with(sample, labels=_scale_le(sample.labels, apply)))
+        else:
+            out.append(sample)
+    return Family(family.meta, tuple(out))
+
+
+class ScaleError(ValueError):
+    """A histogram bound that is not a number cannot be scaled."""
+
+
+def _bound(value: str) -> float:
+    parsed = parse_value(value)
+    if parsed is None:
+        raise ScaleError(f"bucket bound le={value!r} is not a number")
+    return parsed[0]
+
+
+def _scale_le(labels: Labels, apply: Callable[[float], float]) -> Labels:
+    return tuple(
+        (key, format_value(apply(_bound(value))) if key == "le" and value != "+Inf" else value)
+        for key, value in labels
+    )
+
+
+def select(family: Family, match: dict[str, str]) -> Family:
+    """The series whose labels include every ``match`` pair, with those labels removed."""
+    wanted = set(match.items())
+    out = [
+        _with(sample, labels=tuple(p for p in sample.labels if p[0] not in match))
+        for sample in family.samples
+        if wanted <= set(sample.labels)
+    ]
+    return Family(family.meta, tuple(out))
+
+
+def _relabel_one(labels: dict[str, str], step: CompiledRelabel) -> bool:
+    """Apply one step to ``labels`` in place; False means the series is dropped."""
+    action = step.action
+    if action in (RelabelAction.LABELDROP, RelabelAction.LABELKEEP, RelabelAction.LABELMAP):
+        for key in [k for k in labels if k not in SHAPE_LABELS]:
+            hit = step.regex.fullmatch(key)
+            if (action is RelabelAction.LABELDROP and hit) or (
+                action is RelabelAction.LABELKEEP and not hit
+            ):
+                del labels[key]
+            elif action is RelabelAction.LABELMAP and hit:
+                labels[hit.expand(step.replacement)] = labels[key]
+        return True
+    joined = step.separator.join(labels.get(name, "") for name in step.source_labels)
+    hit = step.regex.fullmatch(joined)
+    if action is RelabelAction.KEEP:
+        return hit is not None
+    if action is RelabelAction.DROP:
+        return hit is None
+    if hit is not None and step.target_label is not None:
+        target = hit.expand(step.target_label)
+        if not LABEL_NAME.fullmatch(target) or target in SHAPE_LABELS or target.startswith("__"):
+            return True  # Prometheus skips a target that expands to an unusable name
+        value = hit.expand(step.replacement)
+        if value:
+            labels[target] = value
+        else:
+            labels.pop(target, None)  # Prometheus: an empty value removes the label
+    return True
+
+
+def relabel(family: Family, steps: tuple[CompiledRelabel, ...]) -> tuple[Family, int, int]:
+    """Apply relabel steps per series; return the family, series dropped and duplicates removed.
+
+    Two series the steps make one are resolved whole, never sample by sample (a histogram's
+    buckets from two series would not add up). A series the engine serves under the rewritten
+    labels already wins, wherever it stands: the engine's own series is the true one (a patched
+    engine writing ``cache_source="storage_MooncakeStore"`` itself, say). Otherwise the first
+    series rewritten onto those labels is kept.
+    """
+    # (sample, new labels, rewritten, its series before, its series after)
+    kept: list[tuple[Sample, Labels, bool, Labels, Labels]] = []
+    dropped = duplicates = 0
+    for sample in family.samples:
+        labels = dict(sample.labels)
+        if not all(_relabel_one(labels, step) for step in steps):
+            dropped += 1
+            continue
+        rewritten = labels != dict(sample.labels)
+        new_labels = tuple(sorted(labels.items())) if rewritten else sample.labels
+        before = series_key(sample.labels)
+        kept.append((sample, new_labels, rewritten, before, series_key(new_labels)))
+    # Which original series each resulting series comes from: the engine's own first.
+    owner: dict[Labels, Labels] = {}
+    for *_, rewritten, before, after in kept:
+        if not rewritten:
+            owner.setdefault(after, before)
+    for *_, rewritten, before, after in kept:
+        if rewritten:
+            owner.setdefault(after, before)
+    out: list[Sample] = []
+    seen: set[tuple[str, Labels]] = set()
+    for sample, new_labels, rewritten, before, after in kept:
+        key = (sample.name, tuple(sorted(new_labels)))
+        if owner[after] != before or key in seen:
+            duplicates += 1
+            continue
+        seen.add(key)
+        out.append(_with(sample, labels=new_labels) if rewritten else sample)
+    return Family(family.meta, tuple(out)), dropped, duplicates

@@ -1,0 +1,303 @@
+"""The pure translation: upstream families in, contract families out. No I/O, no clock, no logging.
+
+The service and ``metricbridge translate`` both call ``translate``; its result carries enough
+for the service's self-metrics and for the contract report.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from metricbridge.config.schema import Disposition, FamilyRule
+from metricbridge.errors import ExpositionError
+from metricbridge.exposition.family_parse import parse_family
+from metricbridge.model.family import AnyFamily, Family, FamilyMeta, Labels, RawFamily
+from metricbridge.model.family_names import served_names
+from metricbridge.translation.compiled import CompiledRule, CompiledRules
+from metricbridge.translation.derive import derive_all
+from metricbridge.translation.idle import IdleState, observe, zero_gauges
+from metricbridge.translation.naming import escaped_copies, restore_escaped
+from metricbridge.translation.ops import ScaleError, relabel, rename, scale, select
+from metricbridge.translation.warm_zero import warm_zero
+
+
+class RowState(StrEnum):
+    """How a contract row fared in one translation."""
+
+    NATIVE = "native"  # served under the contract name by the engine itself
+    TRANSLATED = "translated"  # served, computed from a community family
+    SYNTHESIZED = "synthesized"  # served as warm-zero: 0 until the engine has the series
+    MISSING = "missing"  # not served; see the reason
+    STRUCTURAL = "structural"  # absent by contract
+
+
+@dataclass(frozen=True, slots=True)
+class RowStatus:
+    """A contract row's state with a human reason."""
+
+    state: RowState
+    reason: str
+
+
+@dataclass(slots=True)
+class TranslationStats:
+    """Counts for self-metrics; ``dropped`` maps a reason to samples not served."""
+
+    families_in: int = 0
+    samples_in: int = 0
+    families_out: int = 0
+    samples_out: int = 0
+    names_restored: int = 0  # upstream families renamed from the escaped prefix spelling
+    dropped: Counter[str] = field(default_factory=Counter)
+
+
+@dataclass(frozen=True, slots=True)
+class SynthState:
+    """What translation carries from one upstream fetch to the next (rates, idleness)."""
+
+    counters: dict[tuple[str, Labels], float] = field(default_factory=dict)
+    idle: IdleState = IdleState()
+
+
+@dataclass(frozen=True, slots=True)
+class Translation:
+    """What one upstream payload became."""
+
+    families: tuple[AnyFamily, ...]
+    stats: TranslationStats
+    problems: tuple[ExpositionError, ...]
+    rows: dict[str, RowStatus]
+    state: SynthState = SynthState()
+    zeroed: tuple[str, ...] = ()  # gauges served as 0 because the engine is idle
+    warm_zero_series: int = 0
+
+
+def sample_count(family: AnyFamily) -> int:
+    """Number of sample lines in a family."""
+    return family.sample_count if isinstance(family, RawFamily) else len(family.samples)
+
+
+def _output_meta(rule: FamilyRule, source: FamilyMeta) -> FamilyMeta:
+    scaled = rule.factor is not None
+    unit = rule.unit if rule.unit is not None else (None if scaled else source.unit)
+    return FamilyMeta(rule.name, source.type, rule.help or source.help, unit)
+
+
+class _Run:
+    """One translation; holds the per-call accumulators so ``translate`` stays readable."""
+
+    def __init__(self, rules: CompiledRules, upstream: Sequence[AnyFamily]) -> None:
+        self.rules = rules
+        self.present = {family.name: family for family in upstream}
+        self.stats = TranslationStats(families_in=len(upstream))
+        self.problems: list[ExpositionError] = []
+        self.rows: dict[str, RowStatus] = {}
+        self.out: list[AnyFamily] = []
+        self.parse_cache: dict[str, Family | None] = {}
+
+    def parsed(self, family: AnyFamily) -> Family | None:
+        if family.name in self.parse_cache:  # two selects of one family parse it once
+            return self.parse_cache[family.name]
+        try:
+            result = self.parse_cache[family.name] = parse_family(family)
+        except ExpositionError as exc:
+            self.parse_cache[family.name] = None
+            self.problems.append(exc)
+            self.stats.dropped["malformed"] += sample_count(family)
+            return None
+        return result
+
+    def families(self, upstream: Sequence[AnyFamily]) -> None:
+        """Every upstream family through its rules, in order."""
+        by_input, consumed, out = self.rules.by_input, self.rules.consumed, self.out
+        samples_in = 0
+        for family in upstream:
+            samples_in += sample_count(family)
+            name = family.name
+            if name in by_input or name in consumed:
+                self.family(family)
+            else:
+                out.append(family)  # most families: no rule reads them
+        self.stats.samples_in += samples_in
+
+    def family(self, family: AnyFamily) -> None:
+        rules = self.rules.by_input.get(family.name, ())
+        original = family
+        for compiled in rules:
+            if compiled.in_place:
+                rewritten = self.apply(compiled, family)
+                if rewritten is None:
+                    return  # malformed: neither the family nor anything derived from it is served
+                family = rewritten
+        if family.name not in self.rules.consumed:
+            self.out.append(family)
+        elif not rules:  # consumed by a drop rule alone (compile_rules indexes no drop rule)
+            self.stats.dropped["dropped_by_rule"] += sample_count(family)
+        for compiled in rules:
+            if not compiled.in_place:
+                derived = self.derived(compiled, original)
+                if derived is not None:
+                    self.out.append(derived)
+
+    def derived(self, compiled: CompiledRule, source: AnyFamily) -> AnyFamily | None:
+        rule = compiled.rule
+        if rule.name in self.present:
+            # A patched engine already serves the contract name: its series win (no duplicates).
+            return None
+        return self.apply(compiled, source)
+
+    def apply(self, compiled: CompiledRule, source: AnyFamily) -> AnyFamily | None:
+        rule = compiled.rule
+        if source.meta.type is not rule.type:
+            expected = f"the contract expects a {rule.type}"
+            reason = f"upstream {source.name} is a {source.meta.type}, {expected}"
+            self.rows[rule.name] = RowStatus(RowState.MISSING, reason)
+            return source if compiled.in_place else None
+        meta = _output_meta(rule, source.meta)
+        if rule.disposition is Disposition.ALIAS:
+            return rename(source, meta)
+        parsed = self.parsed(source)
+        if parsed is None:
+            return None
+        if rule.disposition is Disposition.SCALE:
+            try:
+                result = scale(parsed, rule.factor or 1.0)
+            except ScaleError as exc:
+                self.problems.append(ExpositionError(str(exc), family=source.name))
+                self.stats.dropped["malformed"] += sample_count(source)
+                return None
+        elif rule.disposition is Disposition.SELECT:
+            result = select(parsed, rule.match)
+        else:
+            result, dropped, duplicates = relabel(parsed, compiled.relabel)
+            self.stats.dropped["relabel_drop"] += dropped
+            self.stats.dropped["duplicate_series"] += duplicates
+        if not result.samples and not compiled.in_place:
+            self.rows[rule.name] = RowStatus(
+                RowState.MISSING, f"no series of {rule.input_name} matched"
+            )
+            return None
+        return rename(result, meta)
+
+    def drop_clashes(self) -> None:
+        """Serve no two families that share a wire name, however the rules and upstreams met.
+
+        The reader keeps one upstream's families apart in their own format, and ``config
+        check`` the rules' outputs; this catches what neither can see: a rule's output against a
+        family some engine release adds (a gauge ``x_count`` beside a histogram ``x``), two
+        upstreams' families, and pairs that clash only in the other format (a text ``h_created``
+        untyped family beside a histogram ``h``, which OpenMetrics makes ``h``'s own). A
+        response may be in either format, so a name taken in either is taken. The engine's
+        families claim their names first, so a rule's output yields to them.
+        """
+        upstream = [f for f in self.out if f.name in self.present]
+        taken: dict[str, str] = {}
+        clashing: set[int] = set()
+        for family in (*upstream, *(f for f in self.out if f.name not in self.present)):
+            names = served_names(family.meta.name, family.meta.type)
+            shared = names & taken.keys()
+            if not shared:
+                taken.update(dict.fromkeys(names, family.name))
+                continue
+            clashing.add(id(family))
+            other = taken[min(shared)]
+            message = f"{' and '.join(sorted(shared))} already served by family {other}"
+            self.problems.append(ExpositionError(f"{message}; not served", family=family.name))
+            self.stats.dropped["name_clash"] += sample_count(family)
+            self.rows[family.name] = RowStatus(RowState.MISSING, message)
+        if clashing:
+            self.out = [family for family in self.out if id(family) not in clashing]
+
+    def row_status(self, rule: FamilyRule, served: set[str]) -> RowStatus:
+        status = self.rows.get(rule.name)
+        if status is not None:
+            return status
+        name = rule.name
+        return _row_status(
+            name, rule.disposition, rule.input_name, name in self.present, name in served
+        )
+
+
+@functools.lru_cache(maxsize=4096)  # the same few hundred answers, scrape after scrape
+def _row_status(  # noqa: PLR0911 - a decision table
+    name: str, disposition: Disposition, input_name: str, present: bool, served: bool
+) -> RowStatus:
+    """A row's state when translation left no reason of its own for it."""
+    if disposition is Disposition.STRUCTURAL:
+        return RowStatus(RowState.STRUCTURAL, "never emitted, by contract")
+    if disposition is Disposition.DROP:
+        return RowStatus(RowState.STRUCTURAL, "dropped by rule")
+    rewritten = disposition is Disposition.RELABEL and input_name == name
+    if present and served and not rewritten:
+        return RowStatus(RowState.NATIVE, "served by the engine under the contract name")
+    if served:
+        return RowStatus(RowState.TRANSLATED, f"{disposition} of {input_name}")
+    if disposition is Disposition.ENGINE:
+        return RowStatus(RowState.MISSING, "needs instrumentation inside the engine")
+    if disposition is Disposition.NATIVE:
+        return RowStatus(RowState.MISSING, "the engine has not emitted it (yet)")
+    return RowStatus(RowState.MISSING, f"source {input_name} is absent upstream")
+
+
+def _synthesize(
+    run: _Run, state: SynthState, now: float, server_info: Mapping[str, object] | None
+) -> tuple[SynthState, tuple[str, ...], int]:
+    """Derived families, warm-zero series, then idle zeroing, in that order."""
+    rules = run.rules
+    derived, counters = derive_all(run.out, rules.rows, state.counters, server_info)
+    for name, result in derived.items():
+        if result.family is not None:
+            run.out.append(result.family)
+            run.rows[name] = RowStatus(RowState.TRANSLATED, result.reason)
+        elif name not in run.present:
+            run.rows[name] = RowStatus(RowState.MISSING, result.reason)
+    before = {family.name for family in run.out}
+    warm = warm_zero(run.out, rules.rows)
+    for name, outcome in warm.items():
+        if outcome.synthesized and name not in before:
+            source = (
+                "engine has no source"
+                if rules.dispositions[name] is Disposition.ENGINE
+                else "not yet seen upstream"
+            )
+            run.rows[name] = RowStatus(
+                RowState.SYNTHESIZED, f"warm-zero, {source}: {outcome.reason}"
+            )
+        elif not outcome.synthesized and name not in before:
+            run.rows.setdefault(name, RowStatus(RowState.MISSING, outcome.reason))
+    idle_state, zeroed = state.idle, tuple[str, ...]()
+    if rules.idle.enabled:
+        idle_state = observe(run.out, rules.idle, state.idle, now)
+        if idle_state.idle:
+            zeroed = tuple(zero_gauges(run.out, rules.idle_zero))
+    return SynthState(counters, idle_state), zeroed, sum(o.synthesized for o in warm.values())
+
+
+def translate(
+    upstream: Sequence[AnyFamily],
+    rules: CompiledRules,
+    state: SynthState | None = None,
+    *,
+    now: float = 0.0,
+    server_info: Mapping[str, object] | None = None,
+) -> Translation:
+    """Apply the rules to one upstream payload's families; ``state`` is the previous call's."""
+    naming = rules.config.naming
+    upstream, restored = restore_escaped(upstream, naming)
+    run = _Run(rules, upstream)
+    run.stats.names_restored = restored
+    run.families(upstream)
+    new_state, zeroed, warm_series = _synthesize(run, state or SynthState(), now, server_info)
+    run.out.extend(escaped_copies(run.out, naming))
+    run.drop_clashes()
+    served = {family.name for family in run.out}
+    rows = {rule.name: run.row_status(rule, served) for rule in rules.rows}
+    run.stats.families_out = len(run.out)
+    run.stats.samples_out = sum(sample_count(family) for family in run.out)
+    return Translation(
+        tuple(run.out), run.stats, tuple(run.problems), rows, new_state, zeroed, warm_series
+    )
