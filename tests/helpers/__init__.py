@@ -1,0 +1,1 @@
+"""Helpers the tests import: paths, oracles, fake upstreams, payloads and strategies."""

@@ -1,0 +1,68 @@
+"""A fake upstream whose behaviour each test sets, and a bridge app pointed at it."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from aiohttp import web
+
+from helpers.paths import FIXTURES
+from metricbridge.config.load import load_config
+from metricbridge.service.bridge import FetchSettings
+from metricbridge.service.scrape import parse_upstream
+from metricbridge.service.server import ServiceSettings, make_app
+
+TEXT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+@dataclass
+class FakeUpstream:
+    """Serves ``body`` (or runs ``behaviour``), counting requests and remembering headers."""
+
+    body: bytes = field(default_factory=(FIXTURES / "tp1.prom").read_bytes)
+    content_type: str = TEXT_TYPE
+    status: int = 200
+    delay: float = 0.0
+    behaviour: Callable[[web.Request], Awaitable[web.StreamResponse]] | None = None
+    requests: int = 0
+    last_headers: dict[str, str] = field(default_factory=dict)
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        """The upstream's /metrics handler."""
+        self.requests += 1
+        self.last_headers = dict(request.headers)
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        if self.behaviour is not None:
+            return await self.behaviour(request)
+        return web.Response(
+            body=self.body, status=self.status, headers={"Content-Type": self.content_type}
+        )
+
+    def app(self) -> web.Application:
+        """An app serving this upstream at /metrics."""
+        app = web.Application()
+        app.router.add_get("/metrics", self.handle)
+        return app
+
+
+def bridge_app(
+    *upstream_urls: str,
+    cache_ttl: float = 0.0,
+    timeout: float = 2.0,
+    max_bytes: int = 64 << 20,
+    config: str | None = None,
+    server_info: bool = True,
+) -> web.Application:
+    """A bridge app for the given upstream URLs (no cache by default, so every scrape fetches)."""
+    from pathlib import Path  # noqa: PLC0415
+
+    settings = ServiceSettings(
+        tuple(parse_upstream(url) for url in upstream_urls),
+        Path(config) if config else None,
+        FetchSettings(timeout_cap=timeout, max_bytes=max_bytes, cache_ttl=cache_ttl),
+        server_info=server_info,
+    )
+    return make_app(settings, load_config(settings.config_path))
