@@ -1,0 +1,78 @@
+"""Which SGLang releases get a catalogue, and fetching one release's archive with pip."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+# The oldest PyPI release whose source defines `sglang:` metrics (0.3.5 and every earlier
+# release have no prometheus_client code at all; checked with this tool).
+FIRST_WITH_METRICS = "0.3.5.post1"
+_VERSION = re.compile(r"^(\d+)\.(\d+)\.(\d+)(?:\.post(\d+))?$")
+
+
+def version_key(version: str) -> tuple[int, int, int, int]:
+    """Release order of a final release (``X.Y.Z`` or ``X.Y.Z.postN``)."""
+    match = _VERSION.match(version)
+    if match is None:
+        raise ValueError(f"not a final release version: {version!r}")
+    major, minor, patch, post = match.groups()
+    return int(major), int(minor), int(patch), int(post or -1) + 1
+
+
+def is_final(version: str) -> bool:
+    """True for ``X.Y.Z`` and ``X.Y.Z.postN``; False for pre-releases (rc, dev...)."""
+    return _VERSION.match(version) is not None
+
+
+def policy(versions: list[str], first: str = FIRST_WITH_METRICS) -> list[str]:
+    """Every release of the newest minor; for older minors (from ``first`` on), the first
+    release of each patch version and the minor's last release."""
+    final = sorted((v for v in versions if is_final(v)), key=version_key)
+    final = [v for v in final if version_key(v) >= version_key(first)]
+    if not final:
+        return []
+    newest_minor = version_key(final[-1])[:2]
+    chosen: dict[str, None] = {}
+    for index, version in enumerate(final):
+        key = version_key(version)
+        previous = version_key(final[index - 1]) if index else None
+        following = version_key(final[index + 1]) if index + 1 < len(final) else None
+        if key[:2] == newest_minor or previous is None or previous[:3] != key[:3]:
+            chosen[version] = None
+        elif following is None or following[:2] != key[:2]:
+            chosen[version] = None
+    return list(chosen)
+
+
+def available(package: str = "sglang") -> list[str]:
+    """The package's releases, as ``pip index versions`` lists them (one registry query)."""
+    command = [sys.executable, "-m", "pip", "index", "versions", package]
+    result = subprocess.run(command, capture_output=True, text=True, check=True)  # noqa: S603
+    for line in result.stdout.splitlines():
+        if line.startswith("Available versions:"):
+            return [v.strip() for v in line.split(":", 1)[1].split(",") if v.strip()]
+    raise RuntimeError(f"`pip index versions {package}` listed no versions")
+
+
+def download(version: str, directory: Path) -> Path:
+    """Download one release's wheel (its sdist if no wheel fits) into ``directory``."""
+    base = [sys.executable, "-m", "pip", "download", f"sglang=={version}", "--no-deps", "-d"]
+    for extra in ([], ["--no-binary", ":all:"]):
+        result = subprocess.run([*base, str(directory), *extra], capture_output=True, text=True, check=False)  # noqa: S603, E501
+        found = find_archive(directory, version)
+        if result.returncode == 0 and found is not None:
+            return found
+    raise RuntimeError(f"pip could not download sglang=={version}: {result.stderr.strip()[-400:]}")
+
+
+def find_archive(where: Path, version: str) -> Path | None:
+    """The wheel (preferred) or sdist of ``version`` at ``where`` (a file or a directory)."""
+    if where.is_file():
+        return where
+    candidates = sorted(where.glob(f"sglang-{version}-*.whl")) + sorted(where.glob(f"sglang-{version}.tar.gz"))
+    if not candidates and where.is_dir():
+        candidates = sorted(where.glob(f"*/sglang-{version}-*.whl")) + sorted(where.glob(f"*/sglang-{version}.tar.gz"))
+    return candidates[0] if candidates else None
