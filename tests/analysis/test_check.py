@@ -590,7 +590,6 @@ def test_cli_unreachable_upstream_exit_2(capsys):
 def test_check_queries_is_pure_over_no_files():
     """No files: nothing to check, nothing failing."""
     from helpers.check import served  # noqa: PLC0415
-
     from metricbridge.config.load import load_config  # noqa: PLC0415
     from metricbridge.translation.contract_index import ContractIndex  # noqa: PLC0415
 
