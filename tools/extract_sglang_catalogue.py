@@ -20,10 +20,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from sglang_catalogue import releases  # noqa: E402 - the path is set just above
-from sglang_catalogue.catalogue import build  # noqa: E402
-from sglang_catalogue.sources import Release, read_archive, sha256  # noqa: E402
-from sglang_catalogue.writer import dumps  # noqa: E402
+from sglang_catalogue import releases
+from sglang_catalogue.catalogue import build
+from sglang_catalogue.sources import Release, read_archive, sha256
+from sglang_catalogue.writer import dumps
 
 DEFAULT_OUT = Path(__file__).resolve().parent.parent / "src" / "metricbridge" / "data" / "engines"
 
@@ -32,7 +32,9 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("versions", nargs="*", help="releases to catalogue, e.g. 0.5.23")
     parser.add_argument("--all", action="store_true", help="every release the policy selects")
-    parser.add_argument("--from-dir", type=Path, help="a downloaded archive, or a directory of them")
+    parser.add_argument(
+        "--from-dir", type=Path, help="a downloaded archive, or a directory of them"
+    )
     parser.add_argument("--out-dir", type=Path, default=DEFAULT_OUT, help="where the JSON goes")
     return parser
 

@@ -16,7 +16,14 @@ from .usage import lifecycle
 SCHEMA_VERSION = 1
 # prometheus_client's Histogram.DEFAULT_BUCKETS (without +Inf)
 DEFAULT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0)
-_POSITIONS = {"name": 0, "documentation": 1, "labelnames": 2, "namespace": 3, "subsystem": 4, "unit": 5}
+_POSITIONS = {
+    "name": 0,
+    "documentation": 1,
+    "labelnames": 2,
+    "namespace": 3,
+    "subsystem": 4,
+    "unit": 5,
+}
 
 
 def template(node: ast.expr | None, definition: Definition) -> tuple[str, list[str]]:
@@ -48,8 +55,11 @@ def _text_argument(definition: Definition, name: str) -> tuple[str, list[str]]:
 
 
 def family_name(definition: Definition) -> tuple[str, list[str]]:
-    """The family name prometheus_client registers (namespace, subsystem, unit applied; a
-    counter's ``_total`` removed: it is put back on the sample)."""
+    """The family name prometheus_client registers.
+
+    Namespace, subsystem and unit applied; a counter's ``_total`` removed: it is put back on the
+    sample).
+    """
     name, unresolved = _text_argument(definition, "name")
     prefix = [_text_argument(definition, key) for key in ("namespace", "subsystem")]
     full = "_".join([*(p for p, _ in prefix if p), name])
@@ -127,10 +137,16 @@ def record(definition: Definition, resolver: LabelResolver) -> dict[str, Any]:
         "unit": classify.unit(name, definition.kind, declared_unit or None),
         "process": classify.process(definition.scope.path, definition.qualname),
         "lifecycle": {"kind": life.kind, "event": life.event, "dead": life.dead},
-        "features": list(classify.features(definition.scope.path, definition.qualname, definition.guards)),
+        "features": list(
+            classify.features(definition.scope.path, definition.qualname, definition.guards)
+        ),
         "guards": list(definition.guards),
         "buckets": buckets,
-        "source": {"file": definition.scope.path, "line": definition.call.lineno, "scope": definition.qualname},
+        "source": {
+            "file": definition.scope.path,
+            "line": definition.call.lineno,
+            "scope": definition.qualname,
+        },
     }
     extras = {
         "buckets_note": note,
@@ -156,7 +172,16 @@ def _merge_duplicates(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         first = by_name.setdefault(found["name"], found)
         if first is not found:
             same = all(first[k] == found[k] for k in ("type", "labels", "help"))
-            other = found["source"] if same else {**found["source"], "type": found["type"], "labels": found["labels"], "help": found["help"]}
+            other = (
+                found["source"]
+                if same
+                else {
+                    **found["source"],
+                    "type": found["type"],
+                    "labels": found["labels"],
+                    "help": found["help"],
+                }
+            )
             first.setdefault("also_defined", []).append(other)
     return [by_name[name] for name in sorted(by_name)]
 
@@ -184,5 +209,3 @@ def build(release: Release) -> dict[str, Any]:
 def replace_source(found: dict[str, Any]) -> dict[str, Any]:
     """A non-``sglang`` metric, kept only as name, type and source."""
     return {"name": found["name"], "type": found["type"], "source": found["source"]}
-
-

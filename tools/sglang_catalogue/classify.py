@@ -2,7 +2,8 @@
 
 The process comes from the class or module that defines the metric (a curated table: SGLang
 names its collectors after the process that owns them); features come from the ``if``
-conditions around the definition and from the module (``disaggregation/``...)."""
+conditions around the definition and from the module (``disaggregation/``...).
+"""
 
 from __future__ import annotations
 
@@ -67,7 +68,8 @@ def process(path: str, qualname: str) -> str:
 
 def features(path: str, qualname: str, guards: tuple[str, ...]) -> tuple[str, ...]:
     """Feature tags the definition's module, class and ``if`` conditions point at."""
-    texts = [f"{path}:{qualname.split('.')[0]}", *(g for g in guards if not g.startswith("not ("))]
+    owner = qualname.split(".", maxsplit=1)[0]
+    texts = [f"{path}:{owner}", *(g for g in guards if not g.startswith("not ("))]
     found = {tag for text in texts for pattern, tag in _FEATURES if re.search(pattern, text)}
     return tuple(sorted(found))
 

@@ -1,5 +1,8 @@
-"""A small static evaluator: the value of a constant expression in SGLang's source (metric
-names, HELP texts, bucket lists), or :class:`Unresolved` saying what it depends on."""
+"""A small static evaluator for constant expressions in SGLang's source.
+
+Metric names, HELP texts, bucket lists: their value, or :class:`Unresolved` saying what they
+depend on.
+"""
 
 from __future__ import annotations
 
@@ -49,17 +52,15 @@ _MAX_DEPTH = 40
 
 
 class Unresolved(Exception):  # noqa: N818 - it reads as the answer, not as a failure
-    """The expression depends on something only known at run time (an argument, the
-    environment, a server flag); ``str()`` is the source text it stopped at."""
+    """The expression depends on something only known at run time.
+
+    An argument, the environment, a server flag); ``str()`` is the source text it stopped at.
+    """
 
 
-def exponential_buckets(
-    start: float, width: float | None = None, length: int | None = None, **alt: Any
-) -> list[float]:
+def exponential_buckets(start: float, width: float, length: int) -> list[float]:
     """SGLang's ``exponential_buckets(start, width, length)``: ``start * width**i``."""
-    factor = width if width is not None else alt["factor"]
-    count = length if length is not None else alt["count"]
-    return [start * (factor**i) for i in range(count)]
+    return [start * (width**i) for i in range(length)]
 
 
 def two_sides_exponential_buckets(middle: float, base: float, count: int) -> list[float]:
@@ -96,36 +97,41 @@ class Evaluator:
         finally:
             self._depth -= 1
 
-    def _dispatch(self, node: ast.expr, scope: Scope) -> Any:  # noqa: ANN401, PLR0911
-        if isinstance(node, ast.Constant):
-            return node.value
-        if isinstance(node, ast.List | ast.Tuple | ast.Set):
-            return self._sequence(node, scope)
-        if isinstance(node, ast.Dict):
-            return self._dict(node, scope)
-        if isinstance(node, ast.JoinedStr):
-            return "".join(self._fstring_part(part, scope) for part in node.values)
-        if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
-            op = _BINARY[type(node.op)]
-            return op(self.value(node.left, scope), self.value(node.right, scope))
-        if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
-            return _UNARY[type(node.op)](self.value(node.operand, scope))
-        if isinstance(node, ast.BoolOp):
-            return self._boolop(node, scope)
-        if isinstance(node, ast.Name):
-            return self._name(node.id, scope)
-        if isinstance(node, ast.Attribute):
-            return self._binding_value(self.attribute(node, scope))
-        if isinstance(node, ast.Call):
-            return self._call(node, scope)
-        if isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp):
-            return self._comprehension(node, scope)
-        if isinstance(node, ast.Subscript):
-            return self.value(node.value, scope)[self.value(node.slice, scope)]
-        if isinstance(node, ast.IfExp):
-            chosen = node.body if self.value(node.test, scope) else node.orelse
-            return self.value(chosen, scope)
-        raise Unresolved(ast.unparse(node))
+    def _dispatch(self, node: ast.expr, scope: Scope) -> Any:  # noqa: ANN401
+        handler = _HANDLERS.get(type(node))
+        if handler is None:
+            raise Unresolved(ast.unparse(node))
+        return handler(self, node, scope)
+
+    def _constant(self, node: ast.Constant, _scope: Scope) -> Any:  # noqa: ANN401
+        return node.value
+
+    def _joined(self, node: ast.JoinedStr, scope: Scope) -> str:
+        return "".join(self._fstring_part(part, scope) for part in node.values)
+
+    def _binop(self, node: ast.BinOp, scope: Scope) -> Any:  # noqa: ANN401
+        if type(node.op) not in _BINARY:
+            raise Unresolved(ast.unparse(node))
+        left, right = self.value(node.left, scope), self.value(node.right, scope)
+        return _BINARY[type(node.op)](left, right)
+
+    def _unary(self, node: ast.UnaryOp, scope: Scope) -> Any:  # noqa: ANN401
+        if type(node.op) not in _UNARY:
+            raise Unresolved(ast.unparse(node))
+        return _UNARY[type(node.op)](self.value(node.operand, scope))
+
+    def _name_node(self, node: ast.Name, scope: Scope) -> Any:  # noqa: ANN401
+        return self._name(node.id, scope)
+
+    def _attribute_node(self, node: ast.Attribute, scope: Scope) -> Any:  # noqa: ANN401
+        return self._binding_value(self.attribute(node, scope))
+
+    def _subscript(self, node: ast.Subscript, scope: Scope) -> Any:  # noqa: ANN401
+        return self.value(node.value, scope)[self.value(node.slice, scope)]
+
+    def _ifexp(self, node: ast.IfExp, scope: Scope) -> Any:  # noqa: ANN401
+        chosen = node.body if self.value(node.test, scope) else node.orelse
+        return self.value(chosen, scope)
 
     def _sequence(self, node: ast.List | ast.Tuple | ast.Set, scope: Scope) -> Any:  # noqa: ANN401
         items: list[Any] = []
@@ -233,7 +239,9 @@ class Evaluator:
         kwargs = {kw.arg: self.value(kw.value, scope) for kw in node.keywords if kw.arg}
         return args, kwargs
 
-    def _comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp, scope: Scope) -> Any:  # noqa: ANN401, E501
+    def _comprehension(
+        self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp, scope: Scope
+    ) -> Any:  # noqa: ANN401
         results: list[Any] = []
         self._generate(node, node.generators, scope, results)
         return set(results) if isinstance(node, ast.SetComp) else results
@@ -258,6 +266,27 @@ class Evaluator:
         self._bound.pop(first.target.id, None)
 
 
+_HANDLERS: dict[type[ast.AST], Callable[[Evaluator, Any, Scope], Any]] = {
+    ast.Constant: Evaluator._constant,  # noqa: SLF001 - the class's own dispatch table
+    ast.List: Evaluator._sequence,  # noqa: SLF001
+    ast.Tuple: Evaluator._sequence,  # noqa: SLF001
+    ast.Set: Evaluator._sequence,  # noqa: SLF001
+    ast.Dict: Evaluator._dict,  # noqa: SLF001
+    ast.JoinedStr: Evaluator._joined,  # noqa: SLF001
+    ast.BinOp: Evaluator._binop,  # noqa: SLF001
+    ast.UnaryOp: Evaluator._unary,  # noqa: SLF001
+    ast.BoolOp: Evaluator._boolop,  # noqa: SLF001
+    ast.Name: Evaluator._name_node,  # noqa: SLF001
+    ast.Attribute: Evaluator._attribute_node,  # noqa: SLF001
+    ast.Call: Evaluator._call,  # noqa: SLF001
+    ast.ListComp: Evaluator._comprehension,  # noqa: SLF001
+    ast.SetComp: Evaluator._comprehension,  # noqa: SLF001
+    ast.GeneratorExp: Evaluator._comprehension,  # noqa: SLF001
+    ast.Subscript: Evaluator._subscript,  # noqa: SLF001
+    ast.IfExp: Evaluator._ifexp,  # noqa: SLF001
+}
+
+
 def _parameter_binding(name: str, default: ast.expr | None, scope: Scope) -> Binding:
     if default is None or (isinstance(default, ast.Constant) and default.value is None):
         raise Unresolved(f"argument `{name}`")
@@ -273,7 +302,9 @@ def self_attribute(attr: str, scope: Scope) -> Binding:
     current = scope.funcs[:1]
     others = [s for s in cls.body if isinstance(s, sc.Function) and s not in current]
     for func in [*current, *others]:
-        inner = Scope(scope.release, scope.path, cls, (func,), scope.line if func in current else 1 << 30)
+        inner = Scope(
+            scope.release, scope.path, cls, (func,), scope.line if func in current else 1 << 30
+        )
         found = sc.latest_binding(func.body, target, inner)
         if found is not None:
             return found

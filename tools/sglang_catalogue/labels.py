@@ -1,5 +1,8 @@
-"""Label names of a metric, following ``labelnames=labels.keys()`` back to where the
-collector is constructed and its ``labels`` dict is built (and grown under flags)."""
+"""Label names of a metric.
+
+Follows ``labelnames=labels.keys()`` back to where the collector is constructed and its ``labels``
+dict is built (and grown under flags).
+"""
 
 from __future__ import annotations
 
@@ -19,8 +22,11 @@ _Mode = Callable[[ast.expr, Scope], "LabelSet"]
 
 @dataclass(frozen=True)
 class LabelSet:
-    """Label names known statically: always present, present under a condition, and label
-    names only known at run time (user-configured extra labels), as source text."""
+    """Label names known statically.
+
+    Always present, present under a condition, and label names only known at run time (user-
+    configured extra labels), as source text.
+    """
 
     required: tuple[str, ...] = ()
     optional: tuple[tuple[str, str], ...] = ()
@@ -62,16 +68,15 @@ class LabelResolver:
         finally:
             self._depth -= 1
 
-    def _names(self, node: ast.expr, scope: Scope) -> LabelSet:  # noqa: PLR0911
+    def _names(self, node: ast.expr, scope: Scope) -> LabelSet:
         if isinstance(node, ast.List | ast.Tuple | ast.Set):
             return sum((self._element(e, scope) for e in node.elts), LabelSet())
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
             return self.names(node.left, scope) + self.names(node.right, scope)
         if _is_keys_call(node):
             return self.keys(node.func.value, scope)  # type: ignore[attr-defined]
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and len(node.args) == 1:
-            if node.func.id in {"list", "tuple", "sorted", "set"}:
-                return self.names(node.args[0], scope)
+        if _is_call_of(node, "list", "tuple", "sorted", "set") and len(node.args) == 1:  # type: ignore[attr-defined]
+            return self.names(node.args[0], scope)  # type: ignore[attr-defined]
         if isinstance(node, ast.Name | ast.Attribute):
             return self._follow(node, scope, self.names)
         return self._constant(node, scope)
@@ -159,8 +164,8 @@ class LabelResolver:
         return LabelSet(unresolved=(f"{name}()",))
 
 
-def _is_call_of(node: ast.expr, name: str) -> bool:
-    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name
+def _is_call_of(node: ast.expr, *names: str) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in names
 
 
 def _is_keys_call(node: ast.expr) -> bool:
@@ -206,9 +211,10 @@ def _mutation(step: sc.Step, name: str) -> LabelSet:
     if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
         call = stmt.value
         func = call.func
-        if isinstance(func, ast.Attribute) and func.attr == "update" and call.args:
-            if isinstance(func.value, ast.Name) and func.value.id == name:
-                return _update(call.args[0], when)
+        receiver = func.value if isinstance(func, ast.Attribute) else None
+        is_update = isinstance(func, ast.Attribute) and func.attr == "update" and call.args
+        if is_update and isinstance(receiver, ast.Name) and receiver.id == name:
+            return _update(call.args[0], when)
     return LabelSet()
 
 
@@ -230,7 +236,9 @@ def _merge(results: list[LabelSet]) -> LabelSet:
     )
     merged = LabelSet(tuple(everywhere), optional)
     for result in results:
-        merged += LabelSet(optional=result.optional, dynamic=result.dynamic, unresolved=result.unresolved)
+        merged += LabelSet(
+            optional=result.optional, dynamic=result.dynamic, unresolved=result.unresolved
+        )
     return merged
 
 
@@ -245,7 +253,11 @@ def _function(scope: Scope, name: str) -> tuple[Function, Scope] | None:
     imported = sc.import_source(scope, name)
     origin = None if imported is None else scope.release.resolve_module(imported[0])
     real = imported[1] if imported else name
-    paths = [scope.path, *([origin] if origin else []), *scope.release.files_mentioning(f"def {real}(")]
+    paths = [
+        scope.path,
+        *([origin] if origin else []),
+        *scope.release.files_mentioning(f"def {real}("),
+    ]
     for path in paths:
         tree = scope.release.tree(path)
         for stmt in tree.body if tree else []:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 # The oldest PyPI release whose source defines `sglang:` metrics (0.3.5 and every earlier
@@ -28,29 +29,38 @@ def is_final(version: str) -> bool:
 
 
 def policy(versions: list[str], first: str = FIRST_WITH_METRICS) -> list[str]:
-    """Every release of the newest minor; for older minors (from ``first`` on), the first
-    release of each patch version and the minor's last release."""
+    """The releases to catalogue, oldest first.
+
+    Every release of the newest minor; for older minors (from ``first`` on), the first release of
+    each patch version and the minor's last release.
+    """
     final = sorted((v for v in versions if is_final(v)), key=version_key)
     final = [v for v in final if version_key(v) >= version_key(first)]
     if not final:
         return []
     newest_minor = version_key(final[-1])[:2]
-    chosen: dict[str, None] = {}
-    for index, version in enumerate(final):
-        key = version_key(version)
-        previous = version_key(final[index - 1]) if index else None
-        following = version_key(final[index + 1]) if index + 1 < len(final) else None
-        if key[:2] == newest_minor or previous is None or previous[:3] != key[:3]:
-            chosen[version] = None
-        elif following is None or following[:2] != key[:2]:
-            chosen[version] = None
-    return list(chosen)
+    keys = [version_key(v) for v in final]
+    return [
+        version
+        for index, version in enumerate(final)
+        if _wanted(keys[index], keys[index - 1] if index else None, keys[index + 1 : index + 2])
+        or keys[index][:2] == newest_minor
+    ]
+
+
+def _wanted(
+    key: tuple[int, ...], previous: tuple[int, ...] | None, following: Sequence[tuple[int, ...]]
+) -> bool:
+    """The first release of its patch version, or the last one of its minor."""
+    first_of_patch = previous is None or previous[:3] != key[:3]
+    last_of_minor = not following or following[0][:2] != key[:2]
+    return first_of_patch or last_of_minor
 
 
 def available(package: str = "sglang") -> list[str]:
     """The package's releases, as ``pip index versions`` lists them (one registry query)."""
     command = [sys.executable, "-m", "pip", "index", "versions", package]
-    result = subprocess.run(command, capture_output=True, text=True, check=True)  # noqa: S603
+    result = subprocess.run(command, capture_output=True, text=True, check=True)  # noqa: S603  # noqa: S603
     for line in result.stdout.splitlines():
         if line.startswith("Available versions:"):
             return [v.strip() for v in line.split(":", 1)[1].split(",") if v.strip()]
@@ -61,7 +71,10 @@ def download(version: str, directory: Path) -> Path:
     """Download one release's wheel (its sdist if no wheel fits) into ``directory``."""
     base = [sys.executable, "-m", "pip", "download", f"sglang=={version}", "--no-deps", "-d"]
     for extra in ([], ["--no-binary", ":all:"]):
-        result = subprocess.run([*base, str(directory), *extra], capture_output=True, text=True, check=False)  # noqa: S603, E501
+        command = [*base, str(directory), *extra]
+        result = subprocess.run(  # noqa: S603 - pip, with arguments built here
+            command, capture_output=True, text=True, check=False
+        )
         found = find_archive(directory, version)
         if result.returncode == 0 and found is not None:
             return found
@@ -72,7 +85,11 @@ def find_archive(where: Path, version: str) -> Path | None:
     """The wheel (preferred) or sdist of ``version`` at ``where`` (a file or a directory)."""
     if where.is_file():
         return where
-    candidates = sorted(where.glob(f"sglang-{version}-*.whl")) + sorted(where.glob(f"sglang-{version}.tar.gz"))
+    candidates = sorted(where.glob(f"sglang-{version}-*.whl")) + sorted(
+        where.glob(f"sglang-{version}.tar.gz")
+    )
     if not candidates and where.is_dir():
-        candidates = sorted(where.glob(f"*/sglang-{version}-*.whl")) + sorted(where.glob(f"*/sglang-{version}.tar.gz"))
+        candidates = sorted(where.glob(f"*/sglang-{version}-*.whl")) + sorted(
+            where.glob(f"*/sglang-{version}.tar.gz")
+        )
     return candidates[0] if candidates else None

@@ -24,8 +24,10 @@ _TRIGGERS = ("prometheus_client", "sglang:")
 
 @dataclass(frozen=True)
 class Wrapper:
-    """A class of the release that builds one prometheus metric from its own arguments
-    (``GaugeHistogram``): calls to it define families too."""
+    """A class of the release that builds one prometheus metric from its own arguments.
+
+    Such as ``GaugeHistogram``: calls to it define families too.
+    """
 
     kind: str
     inner: ast.Call
@@ -46,7 +48,10 @@ class Definition:
     @property
     def qualname(self) -> str:
         """``Class.method`` or ``function`` (or ``<module>``) that contains the construction."""
-        parts = [*([self.scope.cls.name] if self.scope.cls else []), *(f.name for f in self.scope.funcs)]
+        parts = [
+            *([self.scope.cls.name] if self.scope.cls else []),
+            *(f.name for f in self.scope.funcs),
+        ]
         return ".".join(parts) or "<module>"
 
 
@@ -222,9 +227,7 @@ def definitions(release: Release) -> list[Definition]:
     """Every metric construction of the release, wrappers resolved, wrapper internals dropped."""
     paths = candidate_paths(release)
     first = [d for p in paths for d in _walk(release, p, {})]
-    wrappers = {
-        name: Wrapper(d.kind, d.call, d.scope) for d in first if (name := _wrapper_of(d))
-    }
+    wrappers = {name: Wrapper(d.kind, d.call, d.scope) for d in first if (name := _wrapper_of(d))}
     if not wrappers:
         return first
     users = {p for name in wrappers for p in release.files_mentioning(name + "(")}

@@ -1,5 +1,7 @@
-"""Where a name in SGLang's source gets its value: locals, ``self.`` attributes, module globals
-and imports, looked up statically in one release."""
+"""Where a name in SGLang's source gets its value.
+
+Locals, ``self.`` attributes, module globals and imports, looked up statically in one release.
+"""
 
 from __future__ import annotations
 
@@ -37,8 +39,11 @@ class Scope:
 
 @dataclass(frozen=True)
 class Binding:
-    """One assignment of a name: its value, the scope to read that value in, and whether it
-    is the ``if x is None: x = ...`` default of an optional argument."""
+    """One assignment of a name.
+
+    Its value, the scope to read that value in, and whether it is the ``if x is None: x = ...``
+    default of an optional argument.
+    """
 
     value: ast.expr
     scope: Scope
@@ -70,7 +75,8 @@ def _none_test_names(stmt: ast.stmt) -> set[str]:
 def _assignments(body: list[ast.stmt], target: ast.expr) -> Iterator[tuple[ast.stmt, bool]]:
     defaults: set[int] = set()
     for stmt in own_statements(body):
-        if isinstance(target, ast.Name) and target.id in _none_test_names(stmt):
+        is_default = isinstance(target, ast.Name) and target.id in _none_test_names(stmt)
+        if is_default and isinstance(stmt, ast.If):
             defaults.update(id(inner) for inner in stmt.body)
         targets = _targets(stmt)
         if any(ast.dump(t, include_attributes=False) == ast.dump(target) for t in targets):
@@ -169,7 +175,9 @@ class Step:
     loops: tuple[ast.For, ...]
 
 
-def guarded(body: list[ast.stmt], guards: tuple[str, ...] = (), loops: tuple[ast.For, ...] = ()) -> Iterator[Step]:  # noqa: E501
+def guarded(
+    body: list[ast.stmt], guards: tuple[str, ...] = (), loops: tuple[ast.For, ...] = ()
+) -> Iterator[Step]:
     """Every statement of a body in order, with its conditions; nested defs are not entered."""
     for stmt in body:
         yield Step(stmt, guards, loops)

@@ -2,7 +2,8 @@
 
 prometheus_client exports an unlabelled metric from registration, but a labelled one only once a
 child exists (``.labels(...)``). So the question is where the source first touches the metric:
-in the constructor that defines it (pre-seeded children) or in some later method (lazy)."""
+in the constructor that defines it (pre-seeded children) or in some later method (lazy).
+"""
 
 from __future__ import annotations
 
@@ -58,8 +59,13 @@ def _handle(definition: Definition) -> tuple[str, str] | None:
     return None
 
 
-def _matches(  # noqa: PLR0911 - one test per kind of reference
-    node: ast.AST, handle: tuple[str, str], scope: Scope, definition: Definition, *, makes_child: bool
+def _matches(
+    node: ast.AST,
+    handle: tuple[str, str],
+    scope: Scope,
+    definition: Definition,
+    *,
+    makes_child: bool,
 ) -> bool:
     kind, name = handle
     if kind == "name":
@@ -93,8 +99,12 @@ def _paths(definition: Definition, handle: tuple[str, str]) -> list[str]:
         importers = release.files_mentioning(f"import {handle[1]}")
         return sorted({definition.scope.path, *importers})
     attr = re.escape(handle[1])
-    outside = re.compile(rf"(?:collector|metric)\w*(?:\(\))?\.{attr}\b|\.{attr}\.labels\(", re.IGNORECASE)
-    others = [p for p in release.files_mentioning("." + handle[1]) if outside.search(release.texts[p])]
+    outside = re.compile(
+        rf"(?:collector|metric)\w*(?:\(\))?\.{attr}\b|\.{attr}\.labels\(", re.IGNORECASE
+    )
+    others = [
+        p for p in release.files_mentioning("." + handle[1]) if outside.search(release.texts[p])
+    ]
     return sorted({definition.scope.path, *others})
 
 
@@ -126,7 +136,9 @@ def uses(definition: Definition) -> list[Use]:
     for path in _paths(definition, handle):
         for node, scope, makes_child in _references(release, path):
             if _matches(node, handle, scope, definition, makes_child=makes_child):
-                found.append(Use(_qualname(scope), _top(scope), _guards_of(scope, node), makes_child))
+                found.append(
+                    Use(_qualname(scope), _top(scope), _guards_of(scope, node), makes_child)
+                )
     return found
 
 
@@ -164,13 +176,19 @@ def lifecycle(definition: Definition, labelled: bool) -> Lifecycle:
     home = definition.qualname
     top = definition.scope.funcs[0].name if definition.scope.funcs else ""
     if top and definition.scope.cls is None and not _referenced(definition, top):
-        return Lifecycle("lazy", f"never: `{top}()` is not called anywhere in this release", dead=True)
+        return Lifecycle(
+            "lazy", f"never: `{top}()` is not called anywhere in this release", dead=True
+        )
     if not labelled:
         return Lifecycle("startup", f"exported from registration in {home}()")
     found = [u for u in uses(definition) if u.qualname != home or u.makes_child]
     if any(u.qualname.startswith(home) and u.makes_child for u in found):
         return Lifecycle("startup", f"children pre-created in {home}()")
-    live = [u for u in found if not u.top or u.top == home.split(".")[-1] or _referenced(definition, u.top)]
+    live = [
+        u
+        for u in found
+        if not u.top or u.top == home.split(".")[-1] or _referenced(definition, u.top)
+    ]
     if not live:
         return Lifecycle("lazy", "never: no code path in this release records a value", dead=True)
     return Lifecycle("lazy", _event(live))

@@ -1,0 +1,31 @@
+"""Release catalogues of inference engines.
+
+The metric families each SGLang release defines, read statically from that release's source
+(``tools/extract_sglang_catalogue.py``) and shipped as JSON in ``metricbridge/data/engines``. Pure:
+the standard library only, no I/O but reading the packaged files.
+"""
+
+from __future__ import annotations
+
+from .diff import CatalogueDiff, HelpChanged, LabelsChanged, Rename, Retyped, diff_catalogues
+from .loader import available_versions, load_catalogue, newest_version
+from .model import Catalogue, CatalogueError, EngineFamily, Lifecycle, OptionalLabel
+from .versions import version_key
+
+__all__ = [
+    "Catalogue",
+    "CatalogueDiff",
+    "CatalogueError",
+    "EngineFamily",
+    "HelpChanged",
+    "LabelsChanged",
+    "Lifecycle",
+    "OptionalLabel",
+    "Rename",
+    "Retyped",
+    "available_versions",
+    "diff_catalogues",
+    "load_catalogue",
+    "newest_version",
+    "version_key",
+]
