@@ -66,3 +66,11 @@ def bridge_app(
         server_info=server_info,
     )
     return make_app(settings, load_config(settings.config_path))
+
+
+# The Accept headers Prometheus 2 and 3 send, copied from their scrape code.
+PROM2_ACCEPT = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
+PROM3_ACCEPT = (
+    "application/openmetrics-text;version=1.0.0;escaping=allow-utf-8,application/openmetrics-text;"
+    "version=0.0.1;q=0.75,text/plain;version=1.0.0;escaping=allow-utf-8;q=0.5,text/plain;version=0.0.4;q=0.4,*/*;q=0.1"
+)

@@ -16,17 +16,12 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families 
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 
 from helpers.paths import FIXTURES, TESTS
-from helpers.service import FakeUpstream, bridge_app
+from helpers.service import PROM2_ACCEPT, PROM3_ACCEPT, FakeUpstream, bridge_app
 from metricbridge.config.load import load_config
 from metricbridge.service.negotiation import scrape_timeout
 from metricbridge.service.server import STATE
 from metricbridge.translation.compiled import compile_rules
 
-PROM2_ACCEPT = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
-PROM3_ACCEPT = (
-    "application/openmetrics-text;version=1.0.0;escaping=allow-utf-8,application/openmetrics-text;"
-    "version=0.0.1;q=0.75,text/plain;version=1.0.0;escaping=allow-utf-8;q=0.5,text/plain;version=0.0.4;q=0.4,*/*;q=0.1"
-)
 TIMEOUT_HEADER = "X-Prometheus-Scrape-Timeout-Seconds"
 
 

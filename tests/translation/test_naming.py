@@ -10,10 +10,9 @@ from typing import Any
 import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
 from prometheus_client.parser import text_string_to_metric_families as parse_text
-from test_service import PROM2_ACCEPT, PROM3_ACCEPT
 
 from helpers.paths import FIXTURES
-from helpers.service import FakeUpstream, bridge_app
+from helpers.service import PROM2_ACCEPT, PROM3_ACCEPT, FakeUpstream, bridge_app
 from metricbridge.config.load import load_config, parse_config
 from metricbridge.model.family import Format, Verify
 from metricbridge.translation.compiled import compile_rules

@@ -1,10 +1,8 @@
 """What the bridge would serve for given upstream payloads: read, merge, translate, index.
 
-The service merges its upstreams before one translation (``bridge.Bridge._merge``): a family
-named by two upstreams keeps the first, and upstream ``metricbridge_*`` families are dropped
-because the bridge's own self-metrics own that prefix. The offline commands do the same here,
-so ``check``, ``contract`` and ``diff`` answer for exactly what a scrape of the bridge returns.
-Pure: payload bytes in, no I/O.
+Runs the service's own pipeline (``translation.pipeline``: read each payload, merge first-wins,
+translate once), so ``check``, ``contract`` and ``diff`` answer for exactly what a scrape of the
+bridge returns, then indexes the result. Pure: payload bytes in, no I/O.
 """
 
 from __future__ import annotations
@@ -15,15 +13,13 @@ from dataclasses import dataclass
 from metricbridge.analysis.catalog import Catalog, build_catalog
 from metricbridge.analysis.dashboards import InputError
 from metricbridge.errors import ExpositionError
-from metricbridge.exposition.reader import read_exposition
-from metricbridge.exposition.sample_line import LineError
-from metricbridge.model.family import AnyFamily, Format
+from metricbridge.exposition.reader import Exposition
+from metricbridge.model.family import Format
 from metricbridge.translation.compiled import CompiledRules
-from metricbridge.translation.translate import Translation, translate
+from metricbridge.translation.pipeline import read_payload, translate_upstreams
+from metricbridge.translation.translate import Translation
 
 __all__ = ["Payload", "Served", "serve_payloads"]
-
-_RESERVED_PREFIX = "metricbridge_"
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,30 +51,18 @@ def serve_payloads(
     service polls it). A payload with no body counts as no families (a cold EPD encoder
     answers 200 with none). Raises ``InputError`` naming a payload nothing of which is usable.
     """
-    merged: list[AnyFamily] = []
-    owner: dict[str, str] = {}
+    parts: list[tuple[str, Exposition]] = []
     warnings: list[str] = []
     for payload in payloads:
-        if not payload.body:
-            continue
         try:
-            exposition = read_exposition(payload.body, payload.format, rules.validation)
+            exposition = read_payload(payload.body, payload.format, rules)
         except ExpositionError as exc:
             raise InputError(payload.source, exc.message, line=exc.line) from exc
-        except LineError as exc:
-            # A bad escape in a header line escapes the reader (xfail in test_properties.py).
-            raise InputError(payload.source, str(exc)) from exc
         warnings.extend(f"{payload.source}: dropped a family: {p}" for p in exposition.problems)
-        for family in exposition.families:
-            if family.name.startswith(_RESERVED_PREFIX):
-                warnings.append(f"{payload.source}: {family.name}: reserved prefix; dropped")
-            elif family.name in owner:
-                first = owner[family.name]
-                warnings.append(f"{payload.source}: {family.name} duplicates {first}'s; dropped")
-            else:
-                owner[family.name] = payload.source
-                merged.append(family)
-    translation = translate(merged, rules, server_info=server_info)
+        parts.append((payload.source, exposition))
+    outcome = translate_upstreams(parts, rules, server_info=server_info)
+    translation = outcome.translation
+    warnings.extend(str(drop) for drop in outcome.merge_drops)
     warnings.extend(f"translation dropped a family: {p}" for p in translation.problems)
     catalog = build_catalog(translation.families)
     warnings.extend(f"served family cannot be parsed: {p}" for p in catalog.problems)

@@ -19,20 +19,15 @@ from typing import Literal, overload
 import aiohttp
 
 from metricbridge.errors import ExpositionError, UpstreamError
-from metricbridge.exposition.reader import Exposition, read_exposition
+from metricbridge.exposition.reader import Exposition
 from metricbridge.exposition.writer import write_chunks, write_pieces
-from metricbridge.model.family import AnyFamily, Format
+from metricbridge.model.family import Format
 from metricbridge.service.gzip_framing import OpenGzip, open_gzip
 from metricbridge.service.scrape import Fetched, Upstream, fetch
 from metricbridge.service.selfmetrics import SelfMetrics
 from metricbridge.translation.compiled import CompiledRules
-from metricbridge.translation.translate import (
-    RowState,
-    SynthState,
-    Translation,
-    sample_count,
-    translate,
-)
+from metricbridge.translation.pipeline import MergeDrop, read_payload, translate_upstreams
+from metricbridge.translation.translate import RowState, SynthState, Translation
 
 log = logging.getLogger("metricbridge.bridge")
 # Below this much time left, a request takes the cut-short fetch it joined instead of another.
@@ -263,12 +258,18 @@ class Bridge:
         loop = asyncio.get_running_loop()
         if any(result.ok for result in results):
             started = time.perf_counter()
-            merged = self._merge([families for _, families in outcomes])
-            translation = translate(
-                merged, rules, self.state, now=loop.time(), server_info=self.server_info
+            parts = [
+                (upstream.label, exposition)
+                for upstream, (result, exposition) in zip(self.upstreams, outcomes, strict=True)
+                if result.ok
+            ]
+            outcome = translate_upstreams(
+                parts, rules, self.state, now=loop.time(), server_info=self.server_info
             )
+            translation = outcome.translation
             self.state = translation.state
             self.metrics.translation_duration.observe(time.perf_counter() - started)
+            self._account_merge(outcome.merge_drops)
             self._account(translation)
         else:
             # Nothing observed: idleness must be re-established, and no rate may span a gap in
@@ -303,9 +304,7 @@ class Bridge:
             outcome = exc
         return _Attempt(upstream, outcome, loop.time() - started)
 
-    def _read(
-        self, attempt: _Attempt, rules: CompiledRules
-    ) -> tuple[UpstreamResult, list[AnyFamily]]:
+    def _read(self, attempt: _Attempt, rules: CompiledRules) -> tuple[UpstreamResult, Exposition]:
         """Read one fetched body and record what the attempt came to."""
         upstream, metrics = attempt.upstream, self.metrics
         try:
@@ -316,7 +315,8 @@ class Bridge:
             metrics.upstream_failures.labels(upstream.label, reason).inc()
             metrics.upstream_up.labels(upstream.label).set(0)
             self._note_state(upstream, reason, f"{reason}: {exc}")
-            return UpstreamResult(upstream, ok=False, reason=reason, message=str(exc)), []
+            failed = UpstreamResult(upstream, ok=False, reason=reason, message=str(exc))
+            return failed, Exposition([], [], Format.TEXT)
         for problem in exposition.problems:
             log.warning("upstream %s: dropped a family: %s", upstream.label, problem)
         metrics.upstream_duration.labels(upstream.label, "ok").observe(attempt.duration)
@@ -324,7 +324,7 @@ class Bridge:
         metrics.upstream_up.labels(upstream.label).set(1)
         metrics.upstream_bytes.labels(upstream.label).set(size)
         self._note_state(upstream, "", "")
-        return UpstreamResult(upstream, ok=True, size=size), exposition.families
+        return UpstreamResult(upstream, ok=True, size=size), exposition
 
     def _note_state(self, upstream: Upstream, reason: str, detail: str) -> None:
         """Log changes of an upstream's state loudly and repeats quietly; ``reason`` "" is up.
@@ -349,30 +349,18 @@ class Bridge:
         else:
             log.warning("upstream %s fetch failed: %s", upstream.label, detail)
 
-    def _merge(self, per_upstream: list[list[AnyFamily]]) -> list[AnyFamily]:
-        """Concatenate upstream families; a name served by two upstreams keeps the first."""
-        seen: dict[str, str] = {}
-        merged: list[AnyFamily] = []
-        for upstream, families in zip(self.upstreams, per_upstream, strict=True):
-            for family in families:
-                if family.name.startswith("metricbridge_"):
-                    # Another bridge upstream: its self-metrics would clash with ours.
-                    self.metrics.samples_dropped.labels("reserved_name").inc(sample_count(family))
-                    continue
-                if family.name in seen:
-                    log.warning(
-                        "family %s from %s duplicates %s's; dropped",
-                        family.name,
-                        upstream.label,
-                        seen[family.name],
-                    )
-                    self.metrics.samples_dropped.labels("duplicate_family").inc(
-                        sample_count(family)
-                    )
-                    continue
-                seen[family.name] = upstream.label
-                merged.append(family)
-        return merged
+    def _account_merge(self, drops: Sequence[MergeDrop]) -> None:
+        """Count and log what the merge of the upstreams left out."""
+        for drop in drops:
+            self.metrics.samples_dropped.labels(drop.reason).inc(drop.samples)
+            if drop.reason == "duplicate_family":
+                # Another bridge's self-metrics (reserved_name) are expected and not logged.
+                log.warning(
+                    "family %s from %s duplicates %s's; dropped",
+                    drop.family,
+                    drop.source,
+                    drop.kept_from,
+                )
 
     def _account_nothing_served(self, rules: CompiledRules) -> None:
         metrics = self.metrics
@@ -407,7 +395,4 @@ def _parse(outcome: Fetched | UpstreamError, rules: CompiledRules) -> tuple[Expo
     """The exposition of a fetched body and the body's size; raises what the fetch came to."""
     if isinstance(outcome, UpstreamError):
         raise outcome
-    if not outcome.body:
-        # A server with no metric families yet (a cold EPD encoder) answers 200 with no body.
-        return Exposition([], [], outcome.format), 0
-    return read_exposition(outcome.body, outcome.format, rules.validation), len(outcome.body)
+    return read_payload(outcome.body, outcome.format, rules), len(outcome.body)
