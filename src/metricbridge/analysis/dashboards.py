@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING
 import yaml
 
 from metricbridge.analysis.grafana import read_dashboard
-from metricbridge.analysis.promql import ExprUsage, PromQLError, analyze
+from metricbridge.analysis.promql import ExprUsage, analyze
 from metricbridge.analysis.templating import normalise_newlines, substitute_grafana_variables
-from metricbridge.errors import MetricbridgeError
+from metricbridge.errors import InputError, PromQLError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping
@@ -39,22 +39,6 @@ __all__ = [
 
 _CONFLICT_MARKER = re.compile(r"^(?:(?:<{7}|>{7}|\|{7})(?:\s.*)?|={7}\s*)$")
 _RULE_TEMPLATE_LABEL = re.compile(r"\$labels\.(\w+)|\.Labels\.(\w+)")
-
-
-class InputError(MetricbridgeError):
-    """A file that cannot be used at all: unreadable, not JSON or YAML, or mid-merge."""
-
-    def __init__(
-        self, file: str, message: str, *, line: int | None = None, column: int | None = None
-    ) -> None:
-        """Locate ``message`` in ``file`` by 1-based line and column where known."""
-        self.file = file
-        self.message = message
-        self.line = line
-        self.column = column
-        where = "" if line is None else f"line {line}"
-        where += "" if column is None else f", column {column}"
-        super().__init__(f"{file}: {where}: {message}" if where else f"{file}: {message}")
 
 
 class QueryKind(StrEnum):

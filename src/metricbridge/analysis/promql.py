@@ -24,7 +24,7 @@ from metricbridge.analysis.templating import (
     normalise_newlines,
     substitute_grafana_variables,
 )
-from metricbridge.errors import MetricbridgeError
+from metricbridge.errors import PromQLError
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -45,16 +45,6 @@ __all__ = [
 _STRING_OR_CODE = re.compile(
     r"""(?P<string>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|`[^`]*`)|[^"'`]+|.""", re.DOTALL
 )
-
-
-class PromQLError(MetricbridgeError):
-    """An expression did not parse; ``message`` is the parser's own words."""
-
-    def __init__(self, message: str, expr: str) -> None:
-        """Keep the parser's message and the expression that failed."""
-        self.message = message
-        self.expr = expr
-        super().__init__(f"cannot parse PromQL: {message}")
 
 
 class MatchOp(StrEnum):

@@ -3,8 +3,9 @@
 Exit codes, for all three: 0 fine, 1 something needed is missing (``check``: a failing
 finding; ``diff``: a served contract row lost or a dashboard broken), 2 unusable input (a
 rules file, snapshot, upstream or dashboard that cannot be read, or output that cannot be
-written), reported on stderr as ``error: ...`` and never as a traceback; 3 a bug in
-metricbridge (``cli._run``), so that CI never takes a crash for a finding.
+written), reported on stderr as ``error: ...`` (a rules file's issues as every command prints
+them, ``cli.problems``) and never as a traceback; 3 a bug in metricbridge (``cli.main._run``),
+so that CI never takes a crash for a finding.
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from metricbridge.analysis.check import DEFAULT_ASSUMED_LABELS, check_queries
-from metricbridge.analysis.dashboards import InputError, LoadResult, load_queries
+from metricbridge.analysis.dashboards import LoadResult, load_queries
 from metricbridge.analysis.findings import CheckReport
 from metricbridge.analysis.served import Served, serve_payloads
 from metricbridge.analysis.upgrade_diff import diff_upgrade
 from metricbridge.cli.offline import add_config_option
+from metricbridge.cli.problems import print_config_error
 from metricbridge.cli.sources import (
     Sources,
     add_server_info_option,
@@ -31,7 +33,7 @@ from metricbridge.cli.sources import (
 )
 from metricbridge.config.load import load_config
 from metricbridge.config.schema import Config
-from metricbridge.errors import ConfigError
+from metricbridge.errors import ConfigError, InputError
 from metricbridge.render.contract import render_contract
 from metricbridge.render.diff import render_diff
 from metricbridge.render.findings import render_check
@@ -46,7 +48,10 @@ _FORMATS = ("text", "json", "markdown")
 
 
 class _Unusable(Exception):  # noqa: N818 - internal control flow: "exit 2", already reported
-    """Raised after an unusable input was reported; the command exits 2."""
+    """Raised after an unusable input was reported; the command exits 2.
+
+    Private to this module: the run_* handlers catch it, it never leaves them.
+    """
 
 
 def add_check_command(commands: Any) -> None:  # noqa: ANN401 - argparse's subparsers type is private
@@ -181,8 +186,7 @@ def _rules(path: Path | None) -> tuple[Config, CompiledRules]:
     try:
         config = load_config(path)
     except ConfigError as exc:
-        for issue in exc.issues:
-            print(f"error: {issue}", file=sys.stderr)
+        print_config_error(exc)
         raise _Unusable from exc
     return config, compile_rules(config)
 

@@ -20,10 +20,11 @@ from aiohttp import web
 
 from metricbridge.cli.logs import configure_logging
 from metricbridge.cli.options import choice, port_number, positive_int, positive_seconds
-from metricbridge.cli.serve import LOG_LEVELS, ListenError, format_address, listen, listen_address
+from metricbridge.cli.problems import print_config_error
+from metricbridge.cli.serve import LOG_LEVELS, format_address, listen, listen_address
 from metricbridge.config.load import load_config
 from metricbridge.config.schema import Config
-from metricbridge.errors import ConfigError
+from metricbridge.errors import ConfigError, ListenError
 from metricbridge.service.scrape import parse_upstream
 from metricbridge.service.server import ServiceSettings, make_app
 from metricbridge.simulator.encoder import SimulatedEncoder
@@ -99,7 +100,7 @@ def run_demo(args: argparse.Namespace) -> int:
     try:
         config = load_config(args.config)
     except ConfigError as exc:
-        print(f"metricbridge demo: cannot start with this config:\n{exc}", file=sys.stderr)
+        print_config_error(exc)
         return EXIT_USAGE
     try:
         asyncio.run(_demo(args, config))

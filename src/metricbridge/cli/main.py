@@ -12,9 +12,10 @@ from metricbridge import __version__
 from metricbridge.cli.check import add_check_command, add_contract_command, add_diff_command
 from metricbridge.cli.demo import add_demo_command
 from metricbridge.cli.offline import add_config_command, add_translate_command
-from metricbridge.cli.options import EnvError, apply_environment
+from metricbridge.cli.options import apply_environment
 from metricbridge.cli.rules import add_rules_command
 from metricbridge.cli.serve import SERVE_EPILOG, add_serve_command, add_service_options
+from metricbridge.errors import EnvError
 
 EXIT_OK, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 2, 3, 130
 # What a shell reports for a process killed by SIGPIPE: not 1, which CI reads as "missing".

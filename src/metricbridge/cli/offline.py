@@ -12,17 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from metricbridge.cli.options import add_env_option, config_path, describe_os_error, use_environment
+from metricbridge.cli.problems import print_config_error
 from metricbridge.config.load import load_config
-from metricbridge.errors import ConfigError, ExpositionError
+from metricbridge.errors import ConfigError, ExpositionError, OutputError
 from metricbridge.model.family import Format, Verify
 from metricbridge.translation.compiled import compile_rules
 from metricbridge.translation.pipeline import detect_format, render, run_pipeline, stray_eof_line
 
 EXIT_OK, EXIT_USAGE = 0, 2
-
-
-class OutputError(Exception):
-    """The output file cannot be written; the message is the reason, lower-case."""
 
 
 def add_config_option(parser: argparse.ArgumentParser) -> None:
@@ -106,9 +103,7 @@ def run_config_check(args: argparse.Namespace) -> int:
     try:
         config = load_config(args.file)
     except ConfigError as exc:
-        for issue in exc.issues:
-            print(issue, file=sys.stderr)
-        print(f"{len(exc.issues)} issue(s) found", file=sys.stderr)
+        print_config_error(exc)
         return EXIT_USAGE
     print(f"{config.source}: OK ({len(config.families)} families, {len(config.items)} other items)")
     return EXIT_OK
@@ -186,6 +181,9 @@ def run_translate(args: argparse.Namespace) -> int:
     except OutputError as exc:
         print(f"{args.output}: cannot write: {exc}; nothing written", file=sys.stderr)
         return EXIT_USAGE
+    except ConfigError as exc:
+        print_config_error(exc)
+        return EXIT_USAGE
     except _UnusableInputError as exc:
         print(exc, file=sys.stderr)
         return EXIT_USAGE
@@ -193,16 +191,21 @@ def run_translate(args: argparse.Namespace) -> int:
 
 
 class _UnusableInputError(Exception):
-    """The input or the rules cannot be used; the message is every line to print."""
+    """The input or the rules cannot be used; the message is every line to print.
+
+    Private to ``translate``'s control flow: raised by ``_translated``, caught by
+    ``run_translate``, never outside this module.
+    """
 
 
 def _translated(args: argparse.Namespace) -> bytes:
-    """The rendered translation; raises ``_UnusableInputError``, or ``OutputError`` for ``-o``."""
-    try:
-        config = load_config(args.config)
-        rules = compile_rules(dataclasses.replace(config, validation=Verify(args.validation)))
-    except ConfigError as exc:
-        raise _UnusableInputError(str(exc)) from exc
+    """The rendered translation.
+
+    Raises ``ConfigError`` for the rules, ``_UnusableInputError`` for the input and
+    ``OutputError`` for ``-o``.
+    """
+    config = load_config(args.config)
+    rules = compile_rules(dataclasses.replace(config, validation=Verify(args.validation)))
     if args.output is not None:
         _check_output(args.output)  # before reading a stdin that may take long to arrive
     try:

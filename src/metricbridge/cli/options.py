@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from metricbridge.errors import EnvError
+
 __all__ = [
     "ArgumentContainer",
     "EnvError",
@@ -37,10 +39,6 @@ __all__ = [
 _ENV_OPTIONS = "env_options"  # Namespace attribute: the chosen command's EnvOption tuple
 TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
 FALSE_WORDS = frozenset({"0", "false", "no", "off"})
-
-
-class EnvError(Exception):
-    """A ``METRICBRIDGE_*`` variable the command reads holds an unusable value."""
 
 
 class ArgumentContainer(Protocol):

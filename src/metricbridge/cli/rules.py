@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from metricbridge.cli.offline import add_config_option
+from metricbridge.cli.problems import print_config_error
 from metricbridge.config.load import load_config
 from metricbridge.errors import ConfigError
 from metricbridge.export.prometheus_rules import (
@@ -70,7 +71,7 @@ def run_rules(args: argparse.Namespace) -> int:
         matchers, window = _options(args, fmt)
         config = load_config(args.config)
     except ConfigError as exc:
-        print(exc, file=sys.stderr)
+        print_config_error(exc)
         return EXIT_USAGE
     except ValueError as exc:
         print(f"metricbridge rules: {exc}", file=sys.stderr)

@@ -32,8 +32,9 @@ from metricbridge.cli.options import (
     positive_seconds,
     use_environment,
 )
+from metricbridge.cli.problems import print_config_error
 from metricbridge.config.load import load_config
-from metricbridge.errors import ConfigError
+from metricbridge.errors import ConfigError, ListenError
 from metricbridge.service.allocator import MMAP_THRESHOLD, tune_malloc
 from metricbridge.service.bridge import FetchSettings
 from metricbridge.service.scrape import Upstream, parse_upstream
@@ -86,10 +87,6 @@ exit status:
   0 stopped by SIGTERM or SIGINT; 2 cannot start: a bad flag, variable or rules file, or an
   address it cannot listen on ("cannot listen on 0.0.0.0:9850: address already in use")
 """
-
-
-class ListenError(Exception):
-    """The address cannot be listened on; the message names it and the OS's reason."""
 
 
 def _upstream(text: str) -> Upstream:
@@ -286,7 +283,7 @@ def run_serve(args: argparse.Namespace) -> int:
         print(f"metricbridge: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except ConfigError as exc:
-        print(f"metricbridge: cannot start with this config:\n{exc}", file=sys.stderr)
+        print_config_error(exc)
         return EXIT_USAGE
     if tune_malloc():
         log.debug("glibc mmap threshold fixed at %d bytes", MMAP_THRESHOLD)

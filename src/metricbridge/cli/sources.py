@@ -19,10 +19,9 @@ from pathlib import Path
 
 import aiohttp
 
-from metricbridge.analysis.dashboards import InputError
 from metricbridge.analysis.served import Payload
 from metricbridge.cli.options import positive_seconds
-from metricbridge.errors import UpstreamError
+from metricbridge.errors import InputError, UpstreamError
 from metricbridge.service.background import fetch_server_info, server_info_urls
 from metricbridge.service.scrape import Upstream, fetch, parse_upstream
 from metricbridge.translation.pipeline import detect_format, stray_eof_line

@@ -6,8 +6,9 @@ import re
 
 from metricbridge.config.outputs import check_outputs
 from metricbridge.config.schema import Config, Disposition, FamilyRule, RelabelAction, RelabelConfig
-from metricbridge.config.templates import TemplateError, compile_template
+from metricbridge.config.templates import compile_template
 from metricbridge.config.yaml_nodes import Issues, RuleIssues
+from metricbridge.errors import TemplateError
 from metricbridge.model.family import MetricType
 from metricbridge.model.names import LABEL_NAME
 

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import re
 
+from metricbridge.errors import TemplateError
+
 _REFERENCE = re.compile(r"\$(?:\{([A-Za-z0-9_]+)\}|([0-9]+)|([A-Za-z_][A-Za-z0-9_]*))|\$\$")
-
-
-class TemplateError(ValueError):
-    """A template refers to a group its regex does not have."""
 
 
 def compile_template(template: str, pattern: re.Pattern[str]) -> str:

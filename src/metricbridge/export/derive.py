@@ -8,11 +8,8 @@ that reads the engine's ``/server_info`` JSON cannot be computed from scraped se
 from __future__ import annotations
 
 from metricbridge.config.synthesis import Derive, DeriveOp, Operand
+from metricbridge.errors import NeedsServerInfoError
 from metricbridge.export.common import promql_number, promql_string
-
-
-class NeedsServerInfoError(ValueError):
-    """The derivation reads /server_info, which Prometheus does not scrape."""
 
 
 def derive_expr(derive: Derive, extra: str, window: str) -> str:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+# Re-exported: the readers import it from here.
+from metricbridge.errors import LineError as LineError  # noqa: PLC0414
 from metricbridge.model.family import Format, Labels, Sample
 from metricbridge.model.names import LABEL_NAME, METRIC_NAME, legacy_name
 from metricbridge.model.numbers import parse_value
@@ -18,10 +20,6 @@ _SPACE = re.compile(r"[ \t]+")
 _OM_TIMESTAMP = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _TEXT_TIMESTAMP = re.compile(r"-?[0-9]+")
 _ESCAPES = {"\\": "\\", '"': '"', "n": "\n"}
-
-
-class LineError(ValueError):
-    """A sample line broke the grammar; the message says where and how."""
 
 
 def unescape(text: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from metricbridge.config.schema import RelabelAction
+from metricbridge.errors import ScaleError
 from metricbridge.model.family import (
     SHAPE_LABELS,
     AnyFamily,
@@ -89,10 +90,6 @@ def scale(family: Family, factor: float) -> Family:
         else:
             out.append(sample)
     return Family(family.meta, tuple(out))
-
-
-class ScaleError(ValueError):
-    """A histogram bound that is not a number cannot be scaled."""
 
 
 def _bound(value: str) -> float:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from metricbridge.config.schema import Disposition, FamilyRule
-from metricbridge.errors import ExpositionError
+from metricbridge.errors import ExpositionError, ScaleError
 from metricbridge.exposition.family_parse import parse_family
 from metricbridge.model.family import AnyFamily, Family, FamilyMeta, Labels, RawFamily
 from metricbridge.model.family_names import served_names
@@ -21,7 +21,7 @@ from metricbridge.translation.compiled import CompiledRule, CompiledRules
 from metricbridge.translation.derive import derive_all
 from metricbridge.translation.idle import IdleState, observe, zero_gauges
 from metricbridge.translation.naming import escaped_copies, restore_escaped
-from metricbridge.translation.ops import ScaleError, relabel, rename, scale, select
+from metricbridge.translation.ops import relabel, rename, scale, select
 from metricbridge.translation.warm_zero import warm_zero
 
 
