@@ -8,7 +8,7 @@ from enum import StrEnum
 from metricbridge.analysis.dashboards import InputProblem
 from metricbridge.translation.contract_index import MissingClass
 
-__all__ = ["CheckReport", "Finding", "FindingKind"]
+__all__ = ["CheckReport", "Finding", "FindingKind", "NotFailing"]
 
 
 class FindingKind(StrEnum):
@@ -20,6 +20,14 @@ class FindingKind(StrEnum):
     MISSING_LABEL = "missing label"  # a label a matcher, grouping or legend reads is absent
     NO_MATCHING_VALUE = "no matching value"  # an = or =~ matcher matches no served value
     NO_MATCHING_SERIES = "no matching series"  # each matcher matches, all together match nothing
+
+
+class NotFailing(StrEnum):
+    """Why a finding is reported without failing the check (the values are the report's keys)."""
+
+    STRUCTURAL = "structural"  # a structural row: absent by contract
+    PENDING = "pending"  # a rate between two fetches: one payload cannot show it
+    EXCUSED = "excused"  # one side of an `or` whose other side is served
 
 
 _NOT_FAILING = frozenset({MissingClass.STRUCTURAL, MissingClass.PENDING})
@@ -56,13 +64,15 @@ class Finding:
         return not self.excused and self.contract not in _NOT_FAILING
 
     @property
-    def why_not_failing(self) -> str | None:
+    def why_not_failing(self) -> NotFailing | None:
         """For a finding that does not fail, why: structural, pending or excused."""
         if self.failing:
             return None
         if self.excused:
-            return "excused"
-        return "pending" if self.contract is MissingClass.PENDING else "structural"
+            return NotFailing.EXCUSED
+        if self.contract is MissingClass.PENDING:
+            return NotFailing.PENDING
+        return NotFailing.STRUCTURAL
 
     @property
     def key(self) -> tuple[str, str, str, str, str]:

@@ -25,11 +25,14 @@ from metricbridge.cli.serve import LOG_LEVELS, format_address, listen, listen_ad
 from metricbridge.config.load import load_config
 from metricbridge.config.schema import Config
 from metricbridge.errors import ConfigError, ListenError
+from metricbridge.render.contract import missing_breakdown
 from metricbridge.service.scrape import parse_upstream
-from metricbridge.service.server import ServiceSettings, make_app
+from metricbridge.service.server import STATE, ServiceSettings, make_app
 from metricbridge.simulator.encoder import SimulatedEncoder
 from metricbridge.simulator.engine import SimulatedEngine
 from metricbridge.simulator.server import make_simulator_app
+from metricbridge.translation.contract_index import ContractIndex
+from metricbridge.translation.report import contract_report
 
 EXIT_OK, EXIT_USAGE = 0, 2
 _SHOWN = (
@@ -136,14 +139,16 @@ async def _demo(args: argparse.Namespace, config: Config) -> None:
             "| grep -E '^sglang:(request_waiting_time|engine_startup_time)'",
             flush=True,
         )
-        await _show(bridge, stop, args.duration)
+        await _show(bridge, runner.app, stop, args.duration)
     finally:
         if runner is not None:
             await runner.cleanup()
         await simulator.cleanup()
 
 
-async def _show(bridge: str, stop: asyncio.Event, duration: float | None) -> None:
+async def _show(
+    bridge: str, app: web.Application, stop: asyncio.Event, duration: float | None
+) -> None:
     """Print a few contract series and the coverage totals every few seconds."""
     loop = asyncio.get_running_loop()
     deadline = None if duration is None else loop.time() + duration
@@ -151,13 +156,30 @@ async def _show(bridge: str, stop: asyncio.Event, duration: float | None) -> Non
         while not stop.is_set():
             async with session.get(f"{bridge}/metrics") as response:
                 body = (await response.read()).decode()
-            async with session.get(f"{bridge}/contract") as response:
-                totals = json.loads(await response.read())["totals"]
             lines = [line for line in body.splitlines() if line.startswith(_SHOWN)]
             print("\n".join(lines[:8]))
-            print(f"contract rows: {json.dumps(totals)}\n", flush=True)
+            print("\n".join(await _coverage(app)) + "\n", flush=True)
             wait = 5.0 if deadline is None else max(0.0, min(5.0, deadline - loop.time()))
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), wait)
             if deadline is not None and loop.time() >= deadline:
                 return
+
+
+async def _coverage(app: web.Application) -> list[str]:
+    """The /contract totals, and why the missing rows are missing.
+
+    Read from the bridge itself, not over HTTP: /contract's rows say why in words, while the
+    translation's row states tell a rate waiting for its second fetch from a broken row.
+    """
+    state = app[STATE]
+    if state.bridge is None:  # set at start-up, before anything is printed
+        return []
+    snapshot = await state.bridge.snapshot(state.settings.fetch.timeout_cap)
+    translation = snapshot.translation
+    totals = contract_report(state.config, translation)["totals"]
+    index = ContractIndex(state.config.families, translation.rows if translation else {})
+    return [
+        f"contract rows: {json.dumps(totals)}",
+        f"missing: {missing_breakdown(index.missing_classes())}",
+    ]

@@ -7,13 +7,24 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from metricbridge.config.schema import Disposition
 from metricbridge.render.table import markdown_table, one_line, text_table
+from metricbridge.translation.contract_index import MissingClass
+from metricbridge.translation.translate import RowState
 
-__all__ = ["contract_totals", "render_contract"]
+__all__ = ["contract_totals", "missing_breakdown", "render_contract"]
 
 _ROW_HEADER = ("FAMILY", "DISPOSITION", "TYPE", "SOURCE", "STATE", "REASON")
 _ITEM_HEADER = ("ITEM", "DISPOSITION", "NOTE")
-_NOT_SERVED = ("missing", "structural")
+_NOT_SERVED = (RowState.MISSING, RowState.STRUCTURAL)
+# A missing row's class, as the demo says it; the order the breakdown lists them in.
+_MISSING_WORDS = {
+    MissingClass.ENGINE: "need engine instrumentation",
+    MissingClass.UPSTREAM: "not seen upstream yet",
+    MissingClass.PENDING: "pending a second fetch",
+    MissingClass.STRUCTURAL: "structural",
+    MissingClass.UNKNOWN: "not contract rows",
+}
 
 
 def render_contract(report: Mapping[str, Any], fmt: str) -> str:
@@ -41,13 +52,17 @@ def contract_totals(report: Mapping[str, Any]) -> str:
     rows: Sequence[Mapping[str, Any]] = report["rows"]
     states = Counter(row["state"] for row in rows)
     served = {state: n for state, n in states.items() if state not in _NOT_SERVED}
-    missing = states["missing"]
-    engine = sum(1 for row in rows if row["state"] == "missing" and row["disposition"] == "engine")
+    missing = states[RowState.MISSING]
+    engine = sum(
+        1
+        for row in rows
+        if row["state"] == RowState.MISSING and row["disposition"] == Disposition.ENGINE
+    )
     detail = ", ".join(f"{n} {state}" for state, n in sorted(served.items()))
     line = (
         f"Totals: {len(rows)} rows: {sum(served.values())} served ({detail or 'none'}), "
         f"{missing} missing ({engine} need the engine, {missing - engine} not served from "
-        f"this payload), {states['structural']} structural"
+        f"this payload), {states[RowState.STRUCTURAL]} structural"
     )
     items = Counter(item["disposition"] for item in report["items"])
     if items:
@@ -65,3 +80,10 @@ def _row_cells(row: Mapping[str, Any]) -> tuple[str, ...]:
         row["state"],
         one_line(row["reason"] or ""),
     )
+
+
+def missing_breakdown(classes: Mapping[MissingClass, int]) -> str:
+    """``94 (75 need engine instrumentation, 17 not seen upstream yet, 2 pending ...)``."""
+    parts = [f"{classes[cls]} {words}" for cls, words in _MISSING_WORDS.items() if classes.get(cls)]
+    total = sum(classes.values())
+    return f"{total} ({', '.join(parts)})" if parts else str(total)

@@ -9,7 +9,7 @@ from itertools import groupby
 from typing import Any
 
 from metricbridge.analysis.dashboards import InputProblem
-from metricbridge.analysis.findings import CheckReport, Finding
+from metricbridge.analysis.findings import CheckReport, Finding, NotFailing
 from metricbridge.render.table import markdown_cell, markdown_table, markdown_text, one_line
 
 __all__ = ["check_summary", "finding_dict", "finding_lines", "render_check"]
@@ -35,18 +35,18 @@ def check_summary(report: CheckReport) -> str:
     )
     return (
         f"check {verdict}: {files}, {report.queries} queries checked: {failing} failing "
-        f"finding(s), {quiet['structural']} structural (not failing){others}, "
+        f"finding(s), {quiet[NotFailing.STRUCTURAL]} structural (not failing){others}, "
         f"{len(report.not_checked)} not checked"
     )
 
 
-_OTHERS = {"pending": "pending a second fetch", "excused": "beside a served `or`"}
+_OTHERS = {NotFailing.PENDING: "pending a second fetch", NotFailing.EXCUSED: "beside a served `or`"}
 
 
-def _not_failing_counts(report: CheckReport) -> Counter[str]:
+def _not_failing_counts(report: CheckReport) -> Counter[NotFailing]:
     """Findings that do not fail, by why (structural always present, for the summaries)."""
     counts = Counter(why for f in report.findings if (why := f.why_not_failing) is not None)
-    counts["structural"] += 0
+    counts[NotFailing.STRUCTURAL] += 0
     return counts
 
 

@@ -5,20 +5,21 @@ situations: the row is ``structural`` (never emitted by contract: expected absen
 error), ``engine`` (needs instrumentation inside the engine; the row's note says what), or
 ``upstream`` (the bridge honours the row from community data, but this payload lacks what it
 needs; the translation's reason says what). A rate the bridge derives from two fetches is
-``pending`` in one payload: served by the running bridge from its second fetch, so not a
-failure either. A name no row knows is ``unknown``. Pure.
+``pending`` in one payload (the translation marks its status ``pending``): served by the
+running bridge from its second fetch, so not a failure either. A name no row knows is
+``unknown``. Pure.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
 from metricbridge.config.schema import Disposition, FamilyRule
 from metricbridge.model.family import TYPE_SUFFIXES, MetricType, sample_base
-from metricbridge.translation.derive import NEEDS_TWO_FETCHES
 from metricbridge.translation.translate import RowState, RowStatus
 
 __all__ = ["ContractIndex", "MissingClass", "Verdict"]
@@ -55,8 +56,10 @@ class ContractIndex:
     def __init__(self, rows: Iterable[FamilyRule], states: Mapping[str, RowStatus]) -> None:
         """Index ``rows``; ``states`` is the translation's status of each row."""
         self.states = dict(states)
+        self.rows: dict[str, FamilyRule] = {}
         self.by_sample: dict[str, FamilyRule] = {}
         for rule in rows:
+            self.rows.setdefault(rule.name, rule)
             for name in _sample_names(rule):
                 self.by_sample.setdefault(name, rule)
 
@@ -79,6 +82,19 @@ class ContractIndex:
                 return found
         return verdicts[0]
 
+    def missing_classes(self) -> Counter[MissingClass]:
+        """The rows the translation left missing, by how the contract explains each.
+
+        A row with no status (no upstream data at all) is classed by its disposition alone, as
+        ``contract_report`` counts it missing.
+        """
+        counts: Counter[MissingClass] = Counter()
+        for name, rule in self.rows.items():
+            status = self.states.get(name)
+            if status is None or status.state is RowState.MISSING:
+                counts[self._verdict(rule).cls] += 1
+        return counts
+
     def _verdict(self, rule: FamilyRule) -> Verdict:
         status = self.states.get(rule.name)
         if rule.disposition is Disposition.STRUCTURAL:
@@ -88,7 +104,7 @@ class ContractIndex:
             return Verdict(MissingClass.ENGINE, rule.name, note)
         if status is not None and status.state is RowState.STRUCTURAL:
             return Verdict(MissingClass.STRUCTURAL, rule.name, status.reason)
-        if status is not None and status.reason == NEEDS_TWO_FETCHES:
+        if status is not None and status.pending:
             return Verdict(MissingClass.PENDING, rule.name, status.reason)
         reason = status.reason if status is not None else f"{rule.disposition} row"
         return Verdict(MissingClass.UPSTREAM, rule.name, reason)

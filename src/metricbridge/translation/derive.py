@@ -32,6 +32,7 @@ class Derived:
 
     family: Family | None
     reason: str
+    pending: bool = False  # no family only until the next fetch: a rate needs two
 
 
 def _selected(
@@ -216,7 +217,8 @@ def derive_all(
         else:
             values = _share_zero(derive, index)
         if isinstance(values, str):
-            results[rule.name] = Derived(None, values)
+            pending = values is NEEDS_TWO_FETCHES  # the constant itself, never a copy of its text
+            results[rule.name] = Derived(None, values, pending=pending)
             continue
         meta = FamilyMeta(rule.name, MetricType.GAUGE, rule.help or rule.note, rule.unit)
         samples = tuple(gauge_sample(rule.name, labels, value) for labels, value in values)

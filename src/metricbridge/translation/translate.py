@@ -37,10 +37,15 @@ class RowState(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class RowStatus:
-    """A contract row's state with a human reason."""
+    """A contract row's state with a human reason.
+
+    ``pending``: missing only for want of a previous fetch (a rate between two), which the
+    next fetch serves; contract_index tells such rows from broken ones by it, not the reason.
+    """
 
     state: RowState
     reason: str
+    pending: bool = False
 
 
 @dataclass(slots=True)
@@ -254,7 +259,7 @@ def _synthesize(
             run.out.append(result.family)
             run.rows[name] = RowStatus(RowState.TRANSLATED, result.reason)
         elif name not in run.present:
-            run.rows[name] = RowStatus(RowState.MISSING, result.reason)
+            run.rows[name] = RowStatus(RowState.MISSING, result.reason, pending=result.pending)
     before = {family.name for family in run.out}
     warm = warm_zero(run.out, rules.rows)
     for name, outcome in warm.items():
