@@ -219,3 +219,12 @@ async def test_bad_variable_in_a_real_process_has_no_traceback() -> None:
         _, err = await process.communicate()
         assert process.returncode == code, err.decode()
         assert "Traceback" not in err.decode()
+
+
+def test_the_lifecycle_api_is_off_unless_the_flag_or_its_variable_says_so(monkeypatch) -> None:
+    """--web.enable-lifecycle (or METRICBRIDGE_WEB_ENABLE_LIFECYCLE) turns POST /-/reload on."""
+    assert not cli_serve.service_settings(_serve_args()).enable_lifecycle
+    flagged = _serve_args(["--upstream", ":30000", "--web.enable-lifecycle"])
+    assert cli_serve.service_settings(flagged).enable_lifecycle
+    monkeypatch.setenv("METRICBRIDGE_WEB_ENABLE_LIFECYCLE", "yes")
+    assert cli_serve.service_settings(_serve_args()).enable_lifecycle

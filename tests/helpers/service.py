@@ -55,8 +55,14 @@ def bridge_app(
     max_bytes: int = 64 << 20,
     config: str | None = None,
     server_info: bool = True,
+    enable_lifecycle: bool = True,
+    reload_min_interval: float = 0.0,
 ) -> web.Application:
-    """A bridge app for the given upstream URLs (no cache by default, so every scrape fetches)."""
+    """A bridge app for the given upstream URLs (no cache by default, so every scrape fetches).
+
+    POST /-/reload is on and not rate-limited by default, for the tests that reload; the
+    service's own defaults (off, once a second) have tests of their own.
+    """
     from pathlib import Path  # noqa: PLC0415
 
     settings = ServiceSettings(
@@ -64,6 +70,8 @@ def bridge_app(
         Path(config) if config else None,
         FetchSettings(timeout_cap=timeout, max_bytes=max_bytes, cache_ttl=cache_ttl),
         server_info=server_info,
+        enable_lifecycle=enable_lifecycle,
+        reload_min_interval=reload_min_interval,
     )
     return make_app(settings, load_config(settings.config_path))
 

@@ -63,7 +63,8 @@ endpoints:
                    engine's own health is not required, so a loading engine does not hold the
                    pod's readiness back (metricbridge_upstream_up says whether it answers)
   POST /-/reload   re-read the rules file: 200 once in force; 500 with its issues, the old
-                   rules still serving
+                   rules still serving; only with --web.enable-lifecycle (403 without), and
+                   at most once a second (429 sooner)
   GET  /           a page listing these
 
 caching:
@@ -73,7 +74,7 @@ caching:
   --upstream-timeout. A failed fetch still answers 200, with metricbridge_upstream_up 0.
 
 signals:
-  SIGHUP           re-read the rules file, as POST /-/reload does
+  SIGHUP           re-read the rules file (always, whatever --web.enable-lifecycle says)
   SIGTERM, SIGINT  stop listening, let scrapes in flight finish (up to {SHUTDOWN_SECONDS} s), exit 0
 
 environment:
@@ -222,6 +223,18 @@ def add_service_options(
         "missing; env METRICBRIDGE_NO_SERVER_INFO=1, or true/yes/on)",
     )
     add(
+        "--web.enable-lifecycle",
+        variable="METRICBRIDGE_WEB_ENABLE_LIFECYCLE",
+        from_env=boolean,
+        default=False,
+        action="store_const",
+        const=True,
+        dest="enable_lifecycle",
+        help="accept POST /-/reload, as Prometheus' flag of that name does (off by default: "
+        "it changes state and has no authentication; SIGHUP always reloads; "
+        "env METRICBRIDGE_WEB_ENABLE_LIFECYCLE=1)",
+    )
+    add(
         "--cache-ttl",
         variable="METRICBRIDGE_CACHE_TTL",
         from_env=non_negative_seconds,
@@ -270,7 +283,13 @@ def service_settings(args: argparse.Namespace) -> ServiceSettings:
     if len({u.url for u in upstreams}) != len(upstreams):
         raise ValueError("the same upstream is given twice")
     fetch = FetchSettings(args.upstream_timeout, args.upstream_max_bytes, args.cache_ttl)
-    return ServiceSettings(upstreams, args.config, fetch, server_info=not args.no_server_info)
+    return ServiceSettings(
+        upstreams,
+        args.config,
+        fetch,
+        server_info=not args.no_server_info,
+        enable_lifecycle=args.enable_lifecycle,
+    )
 
 
 def run_serve(args: argparse.Namespace) -> int:
@@ -317,7 +336,7 @@ async def _serve(
         log.info(
             "serving on %s, upstreams: %s",
             format_address(*address),
-            ", ".join(u.url for u in upstreams),
+            ", ".join(u.shown for u in upstreams),
         )
         await stop.wait()
         # Scrapes in flight may finish for most of the grace period; one still waiting on a

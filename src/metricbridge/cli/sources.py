@@ -154,10 +154,17 @@ async def _fetch_all(
                     session, upstream, timeout=fetch_timeout, max_bytes=_MAX_BYTES
                 )
             except UpstreamError as exc:
-                raise InputError(upstream.url, f"upstream unusable ({exc.reason}): {exc}") from exc
-            payloads.append(Payload(upstream.url, fetched.body, fetched.format))
+                raise InputError(
+                    upstream.shown, f"upstream unusable ({exc.reason}): {exc}"
+                ) from exc
+            payloads.append(Payload(upstream.shown, fetched.body, fetched.format))
         info = saved
         if info is None:
             urls = server_info_urls(upstreams[0])
-            info = await fetch_server_info(session, urls, min(_SERVER_INFO_TIMEOUT, fetch_timeout))
+            try:
+                info = await fetch_server_info(
+                    session, urls, min(_SERVER_INFO_TIMEOUT, fetch_timeout)
+                )
+            except UpstreamError:
+                info = None  # rows derived from it are reported as needing it
     return Sources(payloads, info)

@@ -12,12 +12,15 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
+from metricbridge.errors import UpstreamError
 from metricbridge.service.bridge import Bridge
-from metricbridge.service.scrape import Upstream
+from metricbridge.service.scrape import Upstream, redact_url
 
 log = logging.getLogger("metricbridge.background")
 SERVER_INFO_PATHS = ("/server_info", "/get_server_info")  # the latter for older engines
 SERVER_INFO_PERIOD = 60.0
+# SGLang's answer is a few KiB of server arguments; anything near this is not one.
+SERVER_INFO_MAX_BYTES = 1 << 20
 
 
 def server_info_urls(upstream: Upstream) -> list[str]:
@@ -28,40 +31,84 @@ def server_info_urls(upstream: Upstream) -> list[str]:
 
 async def fetch_server_info(
     session: aiohttp.ClientSession, urls: list[str], timeout: float
-) -> dict[str, object] | None:
-    """The first URL that answers 200 with a JSON object; None (and a debug log) otherwise."""
-    for url in urls:
-        try:
-            async with (
-                asyncio.timeout(timeout),
-                session.get(url, headers={"Accept": "application/json"}) as response,
-            ):
-                if response.status == 404:
-                    continue
-                if response.status != 200:
-                    log.debug("server_info %s: HTTP %d", url, response.status)
-                    return None
-                data = json.loads(await response.read())
-        except (TimeoutError, aiohttp.ClientError, ValueError) as exc:
-            log.debug("server_info %s: %s", url, exc)
+) -> dict[str, object]:
+    """The first URL that answers 200 with a JSON object; raises ``UpstreamError`` otherwise.
+
+    Fetched as carefully as /metrics (``scrape.fetch``): no redirects (a compromised engine
+    must not make the bridge GET another host), a byte cap read incrementally, one deadline for
+    the whole poll, and the JSON parsed off the event loop (a large or deeply nested answer
+    must not stall scrapes, nor kill the poller with a RecursionError).
+    """
+    try:
+        async with asyncio.timeout(timeout):
+            for url in urls:
+                body = await _get(session, url)
+                if body is not None:
+                    return await asyncio.to_thread(_parse_object, body)
+    except TimeoutError:
+        raise UpstreamError("timeout", f"no answer within {timeout:g} s") from None
+    except aiohttp.ClientError as exc:
+        raise UpstreamError("http", redact_url(f"{type(exc).__name__}: {exc}")) from None
+    raise UpstreamError("not_found", "HTTP 404 for every /server_info path")
+
+
+async def _get(session: aiohttp.ClientSession, url: str) -> bytes | None:
+    """The body of a 200 answer; None for 404 (try the next path)."""
+    headers = {"Accept": "application/json", "Accept-Encoding": "identity"}
+    async with session.get(url, headers=headers, allow_redirects=False) as response:
+        if response.status == 404:
             return None
-        return data if isinstance(data, dict) else None
-    return None
+        if response.status != 200:
+            raise UpstreamError("status", f"HTTP {response.status}")
+        declared = response.content_length
+        if declared is not None and declared > SERVER_INFO_MAX_BYTES:
+            raise UpstreamError("too_large", f"Content-Length {declared} bytes")
+        body = bytearray()
+        async for chunk in response.content.iter_chunked(64 << 10):
+            body += chunk
+            if len(body) > SERVER_INFO_MAX_BYTES:
+                raise UpstreamError("too_large", f"more than {SERVER_INFO_MAX_BYTES} bytes")
+        return bytes(body)
+
+
+def _parse_object(body: bytes) -> dict[str, object]:
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError) as exc:
+        detail = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)[:80]
+        raise UpstreamError("malformed", f"not JSON: {detail}") from None
+    if not isinstance(data, dict):
+        raise UpstreamError("malformed", f"a JSON {type(data).__name__}, not an object")
+    return data
 
 
 async def poll_server_info(
     bridge: Bridge, urls: list[str], period: float = SERVER_INFO_PERIOD
 ) -> None:
-    """Refresh ``bridge.server_info`` at start and every ``period``; keep the last good answer."""
+    """Refresh ``bridge.server_info`` at start and every ``period``; keep the last good answer.
+
+    Every failure is counted; only a change of state (up, or a new reason) is logged above
+    debug, so an engine without the endpoint does not fill the log.
+    """
+    shown = redact_url(urls[0]) if urls else ""
+    previous: str | None = None  # None before the first poll, "" while up, else the reason
     while True:
-        info = await fetch_server_info(
-            bridge.session, urls, timeout=min(5.0, bridge.settings.timeout_cap)
-        )
-        bridge.metrics.server_info_polled(ok=info is not None)
-        if info is not None:
-            if bridge.server_info is None:
-                log.info("server_info: max_running_requests=%s", info.get("max_running_requests"))
+        timeout = min(5.0, bridge.settings.timeout_cap)
+        try:
+            info = await fetch_server_info(bridge.session, urls, timeout)
+        except UpstreamError as exc:
+            bridge.metrics.server_info_polled(ok=False, reason=exc.reason)
+            level = logging.DEBUG if exc.reason == previous else logging.WARNING
+            log.log(level, "server_info %s: %s (%s)", shown, exc, exc.reason)
+            previous = exc.reason
+        else:
+            bridge.metrics.server_info_polled(ok=True)
+            if previous != "":
+                log.info(
+                    "server_info: max_running_requests=%.80r", info.get("max_running_requests")
+                )
             bridge.server_info = info
+            previous = ""
         await asyncio.sleep(period)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -22,12 +23,28 @@ REQUEST_HEADERS = {
 }
 
 
+# What stands for a secret wherever an upstream is shown: Go's url.URL.Redacted(), which
+# Prometheus uses for the URLs it shows, writes the same.
+REDACTED = "xxxxx"
+
+
 @dataclass(frozen=True, slots=True)
 class Upstream:
-    """A scrape target: ``label`` names it in self-metrics, ``url`` is fetched."""
+    """A scrape target: ``url`` is fetched, ``label`` and ``shown`` are all anyone else sees.
+
+    ``label`` (host:port/path) names it in self-metrics and logs; ``shown`` is the URL with its
+    password and query values redacted, for ``/`` and start-up logs. Neither ever holds the
+    user info's password or a query value: an upstream URL may carry credentials
+    (``http://user:pass@host/metrics?token=...``) and the bridge's pages are not protected.
+    """
 
     label: str
     url: str
+
+    @property
+    def shown(self) -> str:
+        """The URL as anyone may see it."""
+        return redact_url(self.url)
 
 
 def parse_upstream(spec: str) -> Upstream:
@@ -39,19 +56,35 @@ def parse_upstream(spec: str) -> Upstream:
         text = "http://" + (f"127.0.0.1{text}" if text.startswith(":") else text)
     parts = urlsplit(text)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"cannot use upstream {spec!r}: expected HOST:PORT or an http(s) URL")
+        raise ValueError(
+            f"cannot use upstream {redact_url(spec)!r}: expected HOST:PORT or an http(s) URL"
+        )
     try:
         port = parts.port
     except ValueError as exc:
-        raise ValueError(f"cannot use upstream {spec!r}: {exc}") from None
+        raise ValueError(f"cannot use upstream {redact_url(spec)!r}: {exc}") from None
     if port is None and not spec.strip().startswith(("http://", "https://")):
-        raise ValueError(f"cannot use upstream {spec!r}: no port given")
+        raise ValueError(f"cannot use upstream {redact_url(spec)!r}: no port given")
     if port == 0:
-        raise ValueError(f"cannot use upstream {spec!r}: port 0 is no server's port")
+        raise ValueError(f"cannot use upstream {redact_url(spec)!r}: port 0 is no server's port")
     path = parts.path or "/metrics"
     query = f"?{parts.query}" if parts.query else ""
     url = f"{parts.scheme}://{parts.netloc}{path}{query}"
-    return Upstream(label=f"{parts.netloc}{path}", url=url)
+    host = parts.netloc.rpartition("@")[2]
+    return Upstream(label=f"{host}{path}", url=url)
+
+
+def redact_url(text: str) -> str:
+    """``text`` with every URL's user-info password and query values replaced by ``REDACTED``.
+
+    Works on what a user typed (``user:pw@host:1/metrics?token=t``) as on a full URL, and
+    leaves text without secrets unchanged, so messages still quote what was given.
+    """
+    return _QUERY_VALUE.sub(rf"\g<1>{REDACTED}", _PASSWORD.sub(rf"\g<1>{REDACTED}@", text))
+
+
+_PASSWORD = re.compile(r"((?:^|//)[^/@:\s]*:)[^/@\s]*@")
+_QUERY_VALUE = re.compile(r"([?&][^=&#\s]*=)[^&#\s]*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,11 +135,15 @@ async def fetch(
     except TimeoutError:
         raise UpstreamError("timeout", f"no complete response within {timeout:.3g}s") from None
     except aiohttp.ClientConnectorError as exc:
-        raise UpstreamError("connect", f"cannot connect: {exc.os_error or exc}") from None
+        detail = _scrub(str(exc.os_error or exc), upstream)
+        raise UpstreamError("connect", f"cannot connect: {detail}") from None
     except aiohttp.ClientPayloadError as exc:
-        raise UpstreamError("truncated", f"body ended early: {exc}") from None
+        raise UpstreamError(
+            "truncated", f"body ended early: {_scrub(str(exc), upstream)}"
+        ) from None
     except aiohttp.ClientError as exc:
-        raise UpstreamError("http", f"{type(exc).__name__}: {exc}") from None
+        detail = _scrub(str(exc), upstream)
+        raise UpstreamError("http", f"{type(exc).__name__}: {detail}") from None
     return Fetched(body, fmt)
 
 
@@ -124,3 +161,8 @@ async def _read_capped(response: aiohttp.ClientResponse, max_bytes: int) -> byte
             raise UpstreamError("oversize", f"body exceeds the {max_bytes}-byte cap")
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def _scrub(message: str, upstream: Upstream) -> str:
+    """An aiohttp message with the upstream's URL (which may hold credentials) as it is shown."""
+    return redact_url(message.replace(upstream.url, upstream.shown))

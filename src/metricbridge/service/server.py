@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import json
 import logging
+import math
 import os
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -49,6 +50,12 @@ class ServiceSettings:
     fetch: FetchSettings = FetchSettings()
     timeout_offset: float = 0.5
     server_info: bool = True  # poll the first upstream's /server_info for derived rows
+    # POST /-/reload is off unless asked for, as Prometheus' --web.enable-lifecycle: it changes
+    # state and has no authentication. SIGHUP needs the right to signal the process.
+    enable_lifecycle: bool = False
+    # Reloads reset derived-rate state and the caches: an HTTP reload sooner than this after the
+    # previous one is refused (429), so a client in a loop cannot keep the rates blank.
+    reload_min_interval: float = 1.0
 
 
 @dataclass(slots=True)
@@ -60,6 +67,7 @@ class ServiceState:
     metrics: SelfMetrics
     reload_lock: asyncio.Lock
     bridge: Bridge | None = None
+    last_reload: float = float("-inf")  # event-loop time of the last reload attempt
 
 
 STATE = web.AppKey("state", ServiceState)
@@ -224,6 +232,7 @@ async def reload_config(app: web.Application) -> list[str]:
     """Load and compile the config, then swap it in; on failure keep the old one. Returns issues."""
     state = app[STATE]
     async with state.reload_lock:
+        state.last_reload = asyncio.get_running_loop().time()
         try:
             config = with_idle_switch(load_config(state.settings.config_path))
             rules = compile_rules(config)
@@ -245,7 +254,26 @@ async def reload_config(app: web.Application) -> list[str]:
 
 
 async def handle_reload(request: web.Request) -> web.Response:
-    """POST /-/reload: 200 when the new config is in force, 500 with its issues otherwise."""
+    """POST /-/reload: 200 when the new config is in force, 500 with its issues otherwise.
+
+    403 unless the lifecycle API is enabled, 429 when the previous reload was too recent; both
+    are counted in ``metricbridge_reloads_refused_total``.
+    """
+    state = request.app[STATE]
+    if not state.settings.enable_lifecycle:
+        state.metrics.reload_refused("lifecycle_disabled")
+        return web.Response(
+            status=403, text="lifecycle API is not enabled (start with --web.enable-lifecycle)\n"
+        )
+    wait = state.last_reload + state.settings.reload_min_interval
+    wait -= asyncio.get_running_loop().time()
+    if wait > 0:
+        state.metrics.reload_refused("too_frequent")
+        return web.Response(
+            status=429,
+            headers={"Retry-After": str(math.ceil(wait))},
+            text=f"reloaded less than {state.settings.reload_min_interval:g} s ago; try again\n",
+        )
     issues = await reload_config(request.app)
     if issues:
         return web.Response(
@@ -273,12 +301,17 @@ async def handle_contract(request: web.Request) -> web.Response:
 
 async def handle_index(request: web.Request) -> web.Response:
     """A plain page pointing at the endpoints."""
-    upstreams = ", ".join(u.url for u in request.app[STATE].settings.upstreams)
+    upstreams = ", ".join(u.shown for u in request.app[STATE].settings.upstreams)
     return web.Response(
         text=f"metricbridge {__version__}\nupstreams: {upstreams}\n\n"
         "/metrics   translated engine metrics and metricbridge_* self-metrics\n"
         "/contract  contract coverage of the latest fetch (JSON)\n"
-        "/-/healthy /-/ready  probes; POST /-/reload re-reads the config\n"
+        "/-/healthy /-/ready  probes\n"
+        + (
+            "POST /-/reload  re-reads the config\n"
+            if request.app[STATE].settings.enable_lifecycle
+            else "POST /-/reload  disabled (--web.enable-lifecycle); SIGHUP re-reads the config\n"
+        )
     )
 
 
