@@ -81,7 +81,7 @@ def _buckets(definition: Definition) -> tuple[list[float] | None, str | None]:
     try:
         found = [float(b) for b in evaluator.value(node, definition.scope)]
     except (Unresolved, TypeError, ValueError, KeyError, IndexError) as error:
-        return None, f"set at run time: `{error}`"
+        return None, f"set at run time: depends on `{error}` in `{ast.unparse(node)[:240]}`"
     bounds = sorted(b for b in found if not math.isinf(b))
     note = "; ".join(dict.fromkeys(evaluator.notes)) or None
     return bounds, note
@@ -110,45 +110,59 @@ def inner_param(node: ast.expr | None) -> str | None:
 
 
 def _multiprocess_mode(definition: Definition) -> str | None:
+    """A gauge's multiprocess mode (prometheus_client's default is ``all``: a ``pid`` label)."""
     if definition.kind != "gauge":
         return None
     node = argument(definition.call, "multiprocess_mode", 99)
-    if node is None and definition.wrapper is not None:
-        node = argument(definition.wrapper.inner, "multiprocess_mode", 99)
-    mode, _ = template(node, definition) if node is not None else ("all", [])
-    return mode
+    if node is not None:
+        return template(node, definition)[0]
+    wrapper = definition.wrapper
+    inner = None if wrapper is None else argument(wrapper.inner, "multiprocess_mode", 99)
+    if wrapper is None or inner is None:
+        return "all"
+    try:
+        return str(Evaluator().value(inner, wrapper.scope))
+    except Unresolved:
+        return "{" + ast.unparse(inner) + "}"
+
+
+def _own_labels(labels: LabelSet, resolver: LabelResolver) -> tuple[list[str], str | None]:
+    """The labels the definition adds to its shared label set (all of them without one)."""
+    base = resolver.sets.get(labels.base or "")
+    if base is None or labels.required[: len(base.required)] != base.required:
+        return list(labels.required), None
+    return list(labels.required[len(base.required) :]), labels.base
 
 
 def record(definition: Definition, resolver: LabelResolver) -> dict[str, Any]:
-    """One family's catalogue record."""
+    """One family's catalogue record (keys whose value is empty or false are left out)."""
     name, unresolved = family_name(definition)
     help_text, help_unresolved = _text_argument(definition, "documentation")
     labels = _labels(definition, resolver)
+    own, label_set = _own_labels(labels, resolver)
     buckets, note = _buckets(definition)
     labelled = bool(labels.required or labels.optional or labels.dynamic or labels.unresolved)
     life = lifecycle(definition, labelled)
     declared_unit, _ = _text_argument(definition, "unit")
+    path, qualname = definition.scope.path, definition.qualname
     found: dict[str, Any] = {
         "name": name,
         "type": definition.kind,
-        "labels": list(labels.required),
-        "label_set": labels.base if labels.base in resolver.sets else None,
+        "labels": own,
         "help": help_text,
-        "unit": classify.unit(name, definition.kind, declared_unit or None),
-        "process": classify.process(definition.scope.path, definition.qualname),
-        "lifecycle": {"kind": life.kind, "event": life.event, "dead": life.dead},
-        "features": list(
-            classify.features(definition.scope.path, definition.qualname, definition.guards)
-        ),
-        "guards": list(definition.guards),
-        "buckets": buckets,
-        "source": {
-            "file": definition.scope.path,
-            "line": definition.call.lineno,
-            "scope": definition.qualname,
-        },
+        "process": classify.process(path, qualname),
+        "lifecycle": life.kind,
+        "event": life.event,
+        "source": f"{path}:{definition.call.lineno}",
     }
     extras = {
+        "label_set": label_set,
+        "scope": None if qualname == f"{label_set}.__init__" else qualname,
+        "unit": classify.unit(name, definition.kind, declared_unit or None),
+        "dead": life.dead or None,
+        "features": list(classify.features(path, qualname, definition.guards)) or None,
+        "guards": list(definition.guards) or None,
+        "buckets": buckets,
         "buckets_note": note,
         "multiprocess_mode": _multiprocess_mode(definition),
         "unresolved": unresolved + help_unresolved + list(labels.unresolved) or None,
@@ -171,17 +185,10 @@ def _merge_duplicates(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for found in records:
         first = by_name.setdefault(found["name"], found)
         if first is not found:
-            same = all(first[k] == found[k] for k in ("type", "labels", "help"))
-            other = (
-                found["source"]
-                if same
-                else {
-                    **found["source"],
-                    "type": found["type"],
-                    "labels": found["labels"],
-                    "help": found["help"],
-                }
-            )
+            keys: tuple[str, ...] = ("type", "labels", "help")
+            same = all(first[k] == found[k] for k in keys)
+            shown = ("source", "scope") if same else ("source", "scope", *keys)
+            other: dict[str, Any] = {k: found[k] for k in shown if k in found}
             first.setdefault("also_defined", []).append(other)
     return [by_name[name] for name in sorted(by_name)]
 
@@ -208,4 +215,4 @@ def build(release: Release) -> dict[str, Any]:
 
 def replace_source(found: dict[str, Any]) -> dict[str, Any]:
     """A non-``sglang`` metric, kept only as name, type and source."""
-    return {"name": found["name"], "type": found["type"], "source": found["source"]}
+    return {k: found[k] for k in ("name", "type", "source", "scope") if k in found}

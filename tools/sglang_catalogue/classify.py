@@ -20,6 +20,7 @@ _PROCESSES: tuple[tuple[str, str], ...] = (
     (r":EncoderMetricsCollector|disaggregation/encoder/|encode_server", "encoder"),
     (r"disaggregation/", "scheduler"),
     (r"http_request_metrics|func_timer|entrypoints/http_server", "http_server"),
+    (r"track_response_middleware|prometheus_middleware", "http_server"),
     (r"cpu_monitor", "every_process"),
     (r"startup_func_log_and_timer", "http_server"),
     (r"entrypoints/grpc", "grpc_server"),

@@ -14,6 +14,7 @@ from typing import TypeVar
 from . import scope as sc
 from .evaluate import Evaluator, Unresolved, self_attribute
 from .scope import Function, Scope
+from .sources import is_test_path
 
 _MAX_DEPTH = 24
 _T = TypeVar("_T")
@@ -147,11 +148,23 @@ class LabelResolver:
         key = _set_name(scope, func)
         if key in self.sets:
             return self.sets[key]
-        results = [then(arg, site) for arg, site in call_sites(scope, func, node.id)]
+        default = sc.parameter(func, node.id)[1]  # type: ignore[index]
+        results = [
+            self._passed(arg if arg is not None else default, site, then)
+            for arg, site in call_sites(scope, func, node.id)
+        ]
         merged = _merge(results) if results else LabelSet(unresolved=(f"argument `{node.id}`",))
+        if merged == LabelSet():
+            return merged
         merged = LabelSet(merged.required, merged.optional, merged.dynamic, merged.unresolved, key)
         self.sets.setdefault(key, merged)
         return merged
+
+    def _passed(self, arg: ast.expr | None, site: Scope, then: _Mode) -> LabelSet:
+        """What one call site passes (its default when it passes nothing: None means none)."""
+        if arg is None or (isinstance(arg, ast.Constant) and arg.value is None):
+            return LabelSet()
+        return then(arg, site)
 
     def _returned_keys(self, name: str, scope: Scope) -> LabelSet:
         func = _function(scope, name)
@@ -266,23 +279,25 @@ def _function(scope: Scope, name: str) -> tuple[Function, Scope] | None:
     return None
 
 
-def call_sites(scope: Scope, func: Function, param: str) -> Iterator[tuple[ast.expr, Scope]]:
+def call_sites(scope: Scope, func: Function, param: str) -> Iterator[tuple[ast.expr | None, Scope]]:
     """The argument bound to ``param`` at each place the function (or class) is called."""
     is_init = func.name == "__init__" and scope.cls is not None
     callee = scope.cls.name if is_init and scope.cls else func.name
-    index = _positional_index(func, param, skip_self=is_init or scope.cls is not None)
+    index = sc.positional_index(func, param, skip_self=is_init or scope.cls is not None)
     for path in scope.release.files_mentioning(callee):
+        if is_test_path(path):
+            continue
         aliases = {callee, *_factory_aliases(scope.release.tree(path), callee)}
         for node, site in sc.scoped_nodes(scope.release, path):
             if isinstance(node, ast.Call) and _callee_name(node) in aliases:
-                arg = _bound(node, param, index)
-                if arg is not None:
-                    yield arg, site
+                yield sc.bound_argument(node, param, index), site
         if is_init and path == scope.path:
             yield from _cls_calls(scope, param, index)
 
 
-def _cls_calls(scope: Scope, param: str, index: int | None) -> Iterator[tuple[ast.expr, Scope]]:
+def _cls_calls(
+    scope: Scope, param: str, index: int | None
+) -> Iterator[tuple[ast.expr | None, Scope]]:
     """``cls(...)`` in the class's own classmethods, also through ``x = factory(role, cls)``."""
     cls = scope.cls
     for stmt in cls.body if cls else []:
@@ -291,9 +306,8 @@ def _cls_calls(scope: Scope, param: str, index: int | None) -> Iterator[tuple[as
         aliases = {"cls", *_factory_aliases(stmt, "cls")}
         for node in ast.walk(stmt):
             if isinstance(node, ast.Call) and _callee_name(node) in aliases:
-                arg = _bound(node, param, index)
-                if arg is not None:
-                    yield arg, Scope(scope.release, scope.path, cls, (stmt,), node.lineno)
+                site = Scope(scope.release, scope.path, cls, (stmt,), node.lineno)
+                yield sc.bound_argument(node, param, index), site
 
 
 def _factory_aliases(tree: ast.AST | None, callee: str) -> set[str]:
@@ -311,19 +325,3 @@ def _callee_name(call: ast.Call) -> str | None:
     if isinstance(call.func, ast.Name):
         return call.func.id
     return call.func.attr if isinstance(call.func, ast.Attribute) else None
-
-
-def _positional_index(func: Function, param: str, *, skip_self: bool) -> int | None:
-    names = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
-    if skip_self and names and names[0] in {"self", "cls"}:
-        names = names[1:]
-    return names.index(param) if param in names else None
-
-
-def _bound(call: ast.Call, param: str, index: int | None) -> ast.expr | None:
-    for keyword in call.keywords:
-        if keyword.arg == param:
-            return keyword.value
-    if index is not None and index < len(call.args):
-        return call.args[index]
-    return None

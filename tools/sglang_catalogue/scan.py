@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from .scope import Function, Scope, own_statements, parameter
-from .sources import Release
+from .sources import Release, is_test_path
 
 TYPES = {
     "Counter": "counter",
@@ -63,12 +63,6 @@ def argument(call: ast.Call, name: str, position: int) -> ast.expr | None:
     if position < len(call.args) and not isinstance(call.args[position], ast.Starred):
         return call.args[position]
     return None
-
-
-def is_test_path(path: str) -> bool:
-    """Test and benchmark code is not part of what a server exposes."""
-    parts = path.split("/")
-    return any(p in {"test", "tests", "benchmark"} for p in parts) or parts[-1].startswith("test_")
 
 
 def _prometheus_aliases(tree: ast.Module) -> dict[str, str]:

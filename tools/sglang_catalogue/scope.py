@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .sources import Release
 
@@ -112,7 +112,7 @@ def latest_binding(body: list[ast.stmt], target: ast.expr, scope: Scope) -> Bind
     for stmt, is_default in _assignments(body, _plain(target)):
         value = _value(stmt)
         if value is not None and stmt.lineno < scope.line:
-            found = Binding(value, scope, is_default=is_default)
+            found = Binding(value, replace(scope, line=stmt.lineno), is_default=is_default)
     return found
 
 
@@ -212,3 +212,21 @@ def scoped_nodes(release: Release, path: str) -> Iterator[tuple[ast.AST, Scope]]
                 pending.append((child, cls, (*funcs, child)))
             else:
                 pending.append((child, cls, funcs))
+
+
+def positional_index(func: Function, param: str, *, skip_self: bool) -> int | None:
+    """The position of ``param`` among a function's positional parameters (after self)."""
+    names = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
+    if skip_self and names and names[0] in {"self", "cls"}:
+        names = names[1:]
+    return names.index(param) if param in names else None
+
+
+def bound_argument(call: ast.Call, param: str, index: int | None) -> ast.expr | None:
+    """The argument a call binds to ``param`` (by keyword, or at ``index``)."""
+    for keyword in call.keywords:
+        if keyword.arg == param:
+            return keyword.value
+    if index is not None and index < len(call.args):
+        return call.args[index]
+    return None

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 _SDIST_PREFIX = re.compile(r"^[^/]+/(?:python/)?")
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 
 
 def _package_path(member: str, *, sdist: bool) -> str | None:
@@ -40,6 +41,13 @@ def _read_sdist(archive: Path) -> dict[str, str]:
             if path is not None and handle is not None:
                 texts[path] = handle.read().decode("utf-8", errors="replace")
     return texts
+
+
+def is_test_path(path: str) -> bool:
+    """Test and benchmark code is not part of what a server exposes."""
+    parts = path.split("/")
+    skipped = {"test", "tests", "benchmark"}
+    return any(p in skipped for p in parts) or parts[-1].startswith("test_")
 
 
 def read_archive(archive: Path) -> dict[str, str]:
@@ -93,7 +101,25 @@ class Release:
         return None
 
     def files_mentioning(self, word: str) -> list[str]:
-        """Sorted paths whose text contains ``word`` (a cheap filter before parsing)."""
+        """Sorted paths whose text contains ``word`` (a cheap filter before parsing).
+
+        The identifiers in ``word`` must appear whole in the file (an index built once).
+        """
         if word not in self._mentions:
-            self._mentions[word] = sorted(p for p, text in self.texts.items() if word in text)
+            paths: set[str] | None = None
+            for ident in _IDENTIFIER.findall(word):
+                found = self._identifiers().get(ident, set())
+                paths = found if paths is None else paths & found
+            pool = self.texts if paths is None else paths
+            self._mentions[word] = sorted(p for p in pool if word in self.texts[p])
         return self._mentions[word]
+
+    def _identifiers(self) -> dict[str, set[str]]:
+        key = ("identifiers", "")
+        if key not in self.memo:
+            index: dict[str, set[str]] = {}
+            for path, text in self.texts.items():
+                for ident in set(_IDENTIFIER.findall(text)):
+                    index.setdefault(ident, set()).add(path)
+            self.memo[key] = index
+        return self.memo[key]  # type: ignore[return-value]

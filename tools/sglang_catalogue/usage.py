@@ -12,7 +12,15 @@ import re
 from dataclasses import dataclass
 
 from .scan import Definition
-from .scope import Scope, guarded, scoped_nodes
+from .scope import (
+    Function,
+    Scope,
+    bound_argument,
+    guarded,
+    parameter,
+    positional_index,
+    scoped_nodes,
+)
 from .sources import Release
 
 _RECORDING = frozenset({"labels", "inc", "dec", "set", "observe", "info", "state", "time"})
@@ -27,6 +35,7 @@ class Use:
     top: str
     guards: tuple[str, ...]
     makes_child: bool
+    func: Function | None = None
 
 
 @dataclass(frozen=True)
@@ -136,9 +145,9 @@ def uses(definition: Definition) -> list[Use]:
     for path in _paths(definition, handle):
         for node, scope, makes_child in _references(release, path):
             if _matches(node, handle, scope, definition, makes_child=makes_child):
-                found.append(
-                    Use(_qualname(scope), _top(scope), _guards_of(scope, node), makes_child)
-                )
+                func = scope.funcs[-1] if scope.funcs else None
+                guards = _guards_of(scope, node)
+                found.append(Use(_qualname(scope), _top(scope), guards, makes_child, func))
     return found
 
 
@@ -163,12 +172,66 @@ def _names(release: Release, path: str, name: str) -> bool:
     return False
 
 
-def _event(found: list[Use]) -> str:
-    names = sorted({f"{u.qualname}()" for u in found})
+def _always_none(release: Release, use: Use) -> bool:
+    """A use under ``if arg is not None`` whose every caller passes ``arg=None``.
+
+    (Or omits it, its default being None): dead code in practice.
+    """
+    match = re.fullmatch(r"(\w+) is not None", use.guards[-1]) if use.guards else None
+    func = use.func
+    if match is None or func is None or parameter(func, match.group(1)) is None:
+        return False
+    param = match.group(1)
+    default = parameter(func, param)[1]  # type: ignore[index]
+    index = positional_index(func, param, skip_self=True)
+    calls = _calls_of(release, func.name)
+    if any(_unpacks(call) for call in calls):
+        return False
+    passed = [bound_argument(call, param, index) for call in calls]
+    return bool(calls) and all(_is_none(arg if arg is not None else default) for arg in passed)
+
+
+def _calls_of(release: Release, name: str) -> list[ast.Call]:
+    """Every call of a function or method called ``name`` in the release."""
+    key = ("calls", name)
+    if key not in release.memo:
+        release.memo[key] = [
+            node
+            for path in release.files_mentioning(f"{name}(")
+            for node in ast.walk(release.tree(path) or ast.Module([], []))
+            if isinstance(node, ast.Call) and _called(node) == name
+        ]
+    return release.memo[key]  # type: ignore[return-value]
+
+
+def _unpacks(call: ast.Call) -> bool:
+    """``f(*args)`` or ``f(**kwargs)``: what it binds is not known statically."""
+    starred = any(isinstance(arg, ast.Starred) for arg in call.args)
+    return starred or any(keyword.arg is None for keyword in call.keywords)
+
+
+def _called(call: ast.Call) -> str | None:
+    if isinstance(call.func, ast.Attribute):
+        return call.func.attr
+    return call.func.id if isinstance(call.func, ast.Name) else None
+
+
+def _is_none(node: ast.expr | None) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def _event(found: list[Use], owner: str | None) -> str:
+    """``first call of m()`` (a method of the defining class) or ``of Other.m()``."""
+    prefix = f"{owner}." if owner else None
+    names = sorted({f"{_relative(u.qualname, prefix)}()" for u in found})
     shown = ", ".join(names[:_MAX_EVENTS]) + (" ..." if len(names) > _MAX_EVENTS else "")
     conditions = sorted({" and ".join(u.guards) for u in found if u.guards})
     when = f" (when {'; or '.join(conditions)})" if conditions and len(conditions) <= 2 else ""
-    return f"created on the first call of {shown}{when}"
+    return f"first call of {shown}{when}"
+
+
+def _relative(qualname: str, prefix: str | None) -> str:
+    return qualname.removeprefix(prefix) if prefix else qualname
 
 
 def lifecycle(definition: Definition, labelled: bool) -> Lifecycle:
@@ -182,13 +245,15 @@ def lifecycle(definition: Definition, labelled: bool) -> Lifecycle:
     if not labelled:
         return Lifecycle("startup", f"exported from registration in {home}()")
     found = [u for u in uses(definition) if u.qualname != home or u.makes_child]
-    if any(u.qualname.startswith(home) and u.makes_child for u in found):
+    if any(u.qualname == home and u.makes_child for u in found):
         return Lifecycle("startup", f"children pre-created in {home}()")
     live = [
         u
         for u in found
         if not u.top or u.top == home.split(".")[-1] or _referenced(definition, u.top)
     ]
+    live = [u for u in live if not _always_none(definition.scope.release, u)]
     if not live:
         return Lifecycle("lazy", "never: no code path in this release records a value", dead=True)
-    return Lifecycle("lazy", _event(live))
+    owner = definition.scope.cls.name if definition.scope.cls else None
+    return Lifecycle("lazy", _event(live, owner))

@@ -48,7 +48,12 @@ class OptionalLabel:
 
 @dataclass(frozen=True, slots=True)
 class EngineFamily:
-    """One metric family of one engine release, as its source defines it."""
+    """One metric family of one engine release, as its source defines it.
+
+    ``labels`` are the label names it always has (its collector's shared ones, then its own);
+    ``optional_labels`` are added under a condition; ``dynamic_labels`` are user-configured
+    ones the source only knows at run time (source text, e.g. ``--extra-metric-labels``).
+    """
 
     name: str
     type: str
@@ -62,6 +67,7 @@ class EngineFamily:
     optional_labels: tuple[OptionalLabel, ...] = ()
     dynamic_labels: tuple[str, ...] = ()
     label_set: str | None = None
+    declared_labels: tuple[str, ...] = ()
     guards: tuple[str, ...] = ()
     multiprocess_mode: str | None = None
     buckets_note: str | None = None
@@ -72,10 +78,11 @@ class EngineFamily:
 
     @property
     def all_label_names(self) -> tuple[str, ...]:
-        """Every label name the source can put on it: required, then conditional ones."""
-        return self.labels + tuple(
-            o.name for o in self.optional_labels if o.name not in self.labels
-        )
+        """Every label name the source can put on it, in declaration order.
+
+        prometheus_client's order: the shared ones, the conditional ones, then its own.
+        """
+        return self.declared_labels or self.labels
 
     @property
     def sample_names(self) -> tuple[str, ...]:
@@ -113,58 +120,78 @@ def _strings(value: Any, where: str) -> tuple[str, ...]:  # noqa: ANN401 - JSON 
     return tuple(value)
 
 
+@dataclass(frozen=True, slots=True)
+class _Shared:
+    labels: tuple[str, ...] = ()
+    optional: tuple[OptionalLabel, ...] = ()
+    dynamic: tuple[str, ...] = ()
+
+
+def _shared(raw: Mapping[str, Any], name: str) -> _Shared:
+    where = f"label set {name!r}"
+    try:
+        optional = tuple(OptionalLabel(str(o["name"]), str(o["when"])) for o in raw["optional"])
+        return _Shared(_strings(raw["labels"], where), optional, _strings(raw["dynamic"], where))
+    except (KeyError, TypeError) as error:
+        raise CatalogueError(f"{where}: {error!r}") from error
+
+
 def _lifecycle(raw: Mapping[str, Any], where: str) -> Lifecycle:
-    kind = raw.get("kind")
+    kind = raw.get("lifecycle")
     if kind not in ("startup", "lazy"):
-        raise CatalogueError(f"{where}: lifecycle kind {kind!r} is not startup or lazy")
+        raise CatalogueError(f"{where}: lifecycle {kind!r} is not startup or lazy")
     return Lifecycle(kind, str(raw.get("event", "")), bool(raw.get("dead", False)))
 
 
-def _label_set(raw: Mapping[str, Any]) -> tuple[tuple[OptionalLabel, ...], tuple[str, ...]]:
-    optional = tuple(OptionalLabel(str(o["name"]), str(o["when"])) for o in raw.get("optional", []))
-    return optional, _strings(raw.get("dynamic", []), "label set")
+def _source(raw: Mapping[str, Any]) -> tuple[str, int]:
+    path, _, line = str(raw.get("source", "")).rpartition(":")
+    return (path, int(line)) if line.isdigit() else (str(raw.get("source", "")), 0)
 
 
-def family_from_json(raw: Mapping[str, Any], label_sets: Mapping[str, Any]) -> EngineFamily:
+def family_from_json(raw: Mapping[str, Any], label_sets: Mapping[str, _Shared]) -> EngineFamily:
     """One family record (see docs/engines.md), with its shared label set resolved."""
     where = f"family {raw.get('name')!r}"
     try:
-        shared = label_sets.get(raw.get("label_set") or "", {})
-        optional, dynamic = _label_set(shared)
+        set_name = raw.get("label_set")
+        shared = label_sets.get(set_name or "", _Shared())
+        own = _strings(raw["labels"], where)
         buckets = raw.get("buckets")
-        source = raw.get("source", {})
+        path, line = _source(raw)
+        optional = tuple(o for o in shared.optional if o.name not in shared.labels + own)
         return EngineFamily(
             name=str(raw["name"]),
             type=str(raw["type"]),
-            labels=_strings(raw["labels"], where),
+            labels=shared.labels + own,
             help=str(raw["help"]),
             unit=raw.get("unit"),
             process=str(raw["process"]),
-            lifecycle=_lifecycle(raw["lifecycle"], where),
+            lifecycle=_lifecycle(raw, where),
             features=_strings(raw.get("features", []), where),
             buckets=None if buckets is None else tuple(float(b) for b in buckets),
             optional_labels=optional,
-            dynamic_labels=dynamic,
-            label_set=raw.get("label_set"),
+            dynamic_labels=shared.dynamic,
+            label_set=set_name,
+            declared_labels=tuple(
+                dict.fromkeys((*shared.labels, *(o.name for o in optional), *own))
+            ),
             guards=_strings(raw.get("guards", []), where),
             multiprocess_mode=raw.get("multiprocess_mode"),
             buckets_note=raw.get("buckets_note"),
             unresolved=_strings(raw.get("unresolved", []), where),
-            source_file=str(source.get("file", "")),
-            source_line=int(source.get("line", 0)),
-            defined_in=str(source.get("scope", "")),
+            source_file=path,
+            source_line=line,
+            defined_in=str(raw.get("scope") or f"{set_name}.__init__"),
         )
-    except (KeyError, TypeError) as error:
+    except (KeyError, TypeError, ValueError) as error:
         raise CatalogueError(f"{where}: {error!r}") from error
 
 
 def catalogue_from_json(raw: Mapping[str, Any]) -> Catalogue:
     """A whole catalogue from its parsed JSON document."""
     if raw.get("schema_version") != SCHEMA_VERSION:
-        raise CatalogueError(
-            f"schema_version {raw.get('schema_version')!r} is not {SCHEMA_VERSION}"
-        )
-    label_sets = raw.get("label_sets", {})
+        version = raw.get("schema_version")
+        raise CatalogueError(f"schema_version {version!r} is not {SCHEMA_VERSION}")
+    label_sets = {name: _shared(v, name) for name, v in raw.get("label_sets", {}).items()}
     families = tuple(family_from_json(f, label_sets) for f in raw.get("families", []))
     archive = raw.get("archive", {})
     return Catalogue(
