@@ -219,17 +219,21 @@ def test_test_code_and_collections_counter_are_not_metrics(toy):
 
 def test_policy_takes_every_release_of_the_newest_minor():
     versions = ["0.3.4", "0.3.5", "0.3.5.post1", "0.3.5.post2", "0.3.6", "0.3.6.post1"]
-    versions += ["0.4.0", "0.4.0.post1", "0.4.1", "0.4.1.post2", "0.5.0rc1", "0.5.1", "0.5.1.post1"]
+    versions += ["0.3.6.post2", "0.4.0", "0.4.0.post1", "0.4.1", "0.4.1.post1", "0.4.1.post2"]
+    versions += ["0.5.0rc1", "0.5.1", "0.5.1.post1", "0.5.2"]
     chosen = policy(versions, first="0.3.5.post1")
     assert chosen == [
         "0.3.5.post1",
+        "0.3.5.post2",
         "0.3.6",
-        "0.3.6.post1",
+        "0.3.6.post2",
         "0.4.0",
+        "0.4.0.post1",
         "0.4.1",
         "0.4.1.post2",
         "0.5.1",
         "0.5.1.post1",
+        "0.5.2",
     ]
     assert version_key("0.5.10") > version_key("0.5.9.post2")
 

@@ -31,8 +31,8 @@ def is_final(version: str) -> bool:
 def policy(versions: list[str], first: str = FIRST_WITH_METRICS) -> list[str]:
     """The releases to catalogue, oldest first.
 
-    Every release of the newest minor; for older minors (from ``first`` on), the first release of
-    each patch version and the minor's last release.
+    Every final release of the newest minor; for older minors (from ``first`` on), the first
+    and the last release of each patch version (``0.4.1`` and ``0.4.1.post7``).
     """
     final = sorted((v for v in versions if is_final(v)), key=version_key)
     final = [v for v in final if version_key(v) >= version_key(first)]
@@ -43,18 +43,18 @@ def policy(versions: list[str], first: str = FIRST_WITH_METRICS) -> list[str]:
     return [
         version
         for index, version in enumerate(final)
-        if _wanted(keys[index], keys[index - 1] if index else None, keys[index + 1 : index + 2])
-        or keys[index][:2] == newest_minor
+        if keys[index][:2] == newest_minor
+        or _edge(keys[index], keys[index - 1] if index else None, keys[index + 1 : index + 2])
     ]
 
 
-def _wanted(
+def _edge(
     key: tuple[int, ...], previous: tuple[int, ...] | None, following: Sequence[tuple[int, ...]]
 ) -> bool:
-    """The first release of its patch version, or the last one of its minor."""
+    """The first or the last release of its patch version."""
     first_of_patch = previous is None or previous[:3] != key[:3]
-    last_of_minor = not following or following[0][:2] != key[:2]
-    return first_of_patch or last_of_minor
+    last_of_patch = not following or following[0][:3] != key[:3]
+    return first_of_patch or last_of_patch
 
 
 def available(package: str = "sglang") -> list[str]:
