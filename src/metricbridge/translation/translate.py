@@ -14,6 +14,7 @@ from enum import StrEnum
 
 from metricbridge.config.schema import Disposition, FamilyRule
 from metricbridge.errors import ExpositionError, ScaleError
+from metricbridge.exposition.caches import CodecCaches
 from metricbridge.exposition.family_parse import parse_family
 from metricbridge.model.family import AnyFamily, Family, FamilyMeta, Labels, RawFamily
 from metricbridge.model.family_names import served_names
@@ -95,8 +96,11 @@ def _output_meta(rule: FamilyRule, source: FamilyMeta) -> FamilyMeta:
 class _Run:
     """One translation; holds the per-call accumulators so ``translate`` stays readable."""
 
-    def __init__(self, rules: CompiledRules, upstream: Sequence[AnyFamily]) -> None:
+    def __init__(
+        self, rules: CompiledRules, upstream: Sequence[AnyFamily], caches: CodecCaches | None
+    ) -> None:
         self.rules = rules
+        self.caches = caches
         self.present = {family.name: family for family in upstream}
         self.stats = TranslationStats(families_in=len(upstream))
         self.problems: list[ExpositionError] = []
@@ -108,7 +112,8 @@ class _Run:
         if family.name in self.parse_cache:  # two selects of one family parse it once
             return self.parse_cache[family.name]
         try:
-            result = self.parse_cache[family.name] = parse_family(family)
+            result = parse_family(family, caches=self.caches)
+            self.parse_cache[family.name] = result
         except ExpositionError as exc:
             self.parse_cache[family.name] = None
             self.problems.append(exc)
@@ -282,18 +287,23 @@ def _synthesize(
     return SynthState(counters, idle_state), zeroed, sum(o.synthesized for o in warm.values())
 
 
-def translate(
+def translate(  # noqa: PLR0913 - the families, the rules, and what carries across calls
     upstream: Sequence[AnyFamily],
     rules: CompiledRules,
     state: SynthState | None = None,
     *,
     now: float = 0.0,
     server_info: Mapping[str, object] | None = None,
+    caches: CodecCaches | None = None,
 ) -> Translation:
-    """Apply the rules to one upstream payload's families; ``state`` is the previous call's."""
+    """Apply the rules to one upstream payload's families; ``state`` is the previous call's.
+
+    ``caches`` (the caller's, as for the reader) remembers the lines of the families the rules
+    parse, for the next payload.
+    """
     naming = rules.config.naming
     upstream, restored = restore_escaped(upstream, naming)
-    run = _Run(rules, upstream)
+    run = _Run(rules, upstream, caches)
     run.stats.names_restored = restored
     run.families(upstream)
     new_state, zeroed, warm_series = _synthesize(run, state or SynthState(), now, server_info)
