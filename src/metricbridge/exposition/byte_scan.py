@@ -1,6 +1,12 @@
-"""C-speed scans over exposition bytes: where comments are, and which blocks can be vouched for."""
+"""C-speed scans over exposition bytes: where comments are, and which blocks can be vouched for.
+
+The scans are one part of the reader's fast path; what they prove, and what the other parts
+must add for a block to be served unparsed, is the invariant in ``exposition.reader``.
+"""
 
 from __future__ import annotations
+
+from metricbridge.exposition.caches import CodecCaches
 
 _ALL_BUT_SHAPE = bytes(b for b in range(256) if b not in b'",} \n')
 _ALL_BUT_SHAPE_AND_HASH = bytes(b for b in range(256) if b not in b'#",} \n')
@@ -17,7 +23,8 @@ def vouch(payload: bytes, block: bytes, start: int, end: int, needles: tuple[byt
     each line closes its label set once, right before its only space (so no timestamp,
     exemplar, or brace or space in a label value), and ends; ``,}`` would be a trailing comma,
     which OpenMetrics does not allow. The needle counts then prove every line starts with one
-    of the family's own sample names.
+    of the family's own sample names. Why this is enough: the invariant in
+    ``exposition.reader``'s docstring.
     """
     if not needles:
         return -1
@@ -39,14 +46,9 @@ def count_prefixes(payload: bytes, start: int, end: int, needles: tuple[bytes, .
     return count
 
 
-# (shape, expected plain) pairs that passed shapes_match, newest first: values hold none of the
-# shape's characters, so an engine serving the same series yields the same shape every scrape,
-# and a shape equal to one already proven needs no second look.
-_PROVEN: list[tuple[bytes, bytes]] = []
-_PROVEN_MAX = 2  # one per upstream of an EPD pair; each holds about 1/8 of a payload
-
-
-def shapes_match(payload: bytes, blocks: list[tuple[int, int, int]]) -> bool:
+def shapes_match(
+    payload: bytes, blocks: list[tuple[int, int, int]], *, caches: CodecCaches | None = None
+) -> bool:
     """Whether every ``(start, end, lines)`` block passes ``vouch``'s shape test, in one pass.
 
     ``lines`` is the block's needle count (``count_prefixes``). One translation of the whole
@@ -55,6 +57,11 @@ def shapes_match(payload: bytes, blocks: list[tuple[int, int, int]]) -> bool:
     line, so it starts with '#' and a block holds none (the '#' counts agree): the regions line
     up one by one, each block has exactly ``lines`` lines, all of them starting with a needle.
     A trailing comma anywhere, even in a HELP text, sends the caller to the per-block test.
+    Why this is enough: the invariant in ``exposition.reader``'s docstring.
+
+    With ``caches``, a shape proven before for the same expected shape needs no second look:
+    values hold none of the shape's characters, so an engine serving the same series yields
+    the same shape every scrape (``caches.proven_shapes``: about 1/8 of a payload each).
     """
     shape = shape_of(payload)
     parts: list[bytes] = []
@@ -65,14 +72,13 @@ def shapes_match(payload: bytes, blocks: list[tuple[int, int, int]]) -> bool:
         previous = end
     parts.append(payload[previous:].translate(None, _ALL_BUT_PLAIN))
     expected = b"".join(parts)
-    for index, proven in enumerate(_PROVEN):
-        if proven[0] == shape and proven[1] == expected:  # a memcmp each
-            _PROVEN.insert(0, _PROVEN.pop(index))
-            return True
+    proven = caches.proven_shapes if caches is not None else None
+    if proven is not None and proven.get(shape) == expected:  # a hash and a memcmp
+        return True
     if b",}" in shape or shape.translate(None, b'",') != expected:
         return False
-    _PROVEN.insert(0, (shape, expected))
-    del _PROVEN[_PROVEN_MAX:]
+    if proven is not None:
+        proven.put(shape, expected, len(shape) + len(expected))
     return True
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from metricbridge.errors import ExpositionError
+from metricbridge.exposition.caches import CodecCaches
 from metricbridge.exposition.family_parse import parse_family
 from metricbridge.model.family import AnyFamily, Family, MetricType, Sample, sample_base, series_key
 
@@ -32,7 +33,7 @@ def _interleave_created(
 
 
 def merge_created_families(
-    families: list[AnyFamily],
+    families: list[AnyFamily], *, caches: CodecCaches | None = None
 ) -> tuple[list[AnyFamily], list[ExpositionError]]:
     """Fold text-format ``X_created`` gauge families into their counter/histogram/summary X.
 
@@ -55,7 +56,8 @@ def merge_created_families(
         if owner is None or not is_created:
             continue
         try:
-            parent, created = parse_family(families[owner]), parse_family(family)
+            parent = parse_family(families[owner], caches=caches)
+            created = parse_family(family, caches=caches)
         except ExpositionError as exc:
             problems.append(exc)
             continue

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from metricbridge.errors import ExpositionError
+from metricbridge.exposition.caches import CodecCaches, lines_size
 from metricbridge.exposition.sample_line import LineError, parse_sample, unescape
 from metricbridge.model.family import AnyFamily, Family, Format, Sample
 
@@ -18,12 +19,14 @@ def unescape_help(text: str, fmt: Format) -> str:
     return text.replace("\\\\", "\x00").replace("\\n", "\n").replace("\x00", "\\")
 
 
-def parse_lines(
+def parse_lines(  # noqa: PLR0913 - the lines, where they are, and what helps parse them
     text: str,
     first_line: int,
     fmt: Format,
     previous: Mapping[str, Sample] | None = None,
     seen: dict[str, Sample] | None = None,
+    *,
+    caches: CodecCaches | None = None,
 ) -> list[Sample]:
     """Every non-empty line parsed; the first bad one raises with its line number.
 
@@ -36,7 +39,7 @@ def parse_lines(
             sample = previous.get(line) if previous is not None else None
             if sample is None:
                 try:
-                    sample = parse_sample(line, fmt)
+                    sample = parse_sample(line, fmt, caches=caches)
                 except LineError as exc:
                     raise ExpositionError(str(exc), line=first_line + offset) from None
             if seen is not None:
@@ -45,27 +48,26 @@ def parse_lines(
     return samples
 
 
-# Each family's lines as parsed last time, by family name and format: most lines a rule looks
-# inside (start-up times, token capacities, idle gauges) repeat byte for byte from one scrape to
-# the next. Holding exactly the last parse keeps the memory flat: lines that change every
-# scrape leave with the next parse instead of piling up.
-_LAST_PARSE: dict[tuple[str, Format], dict[str, Sample]] = {}
-_LAST_PARSE_MAX = 4096  # families; more than any engine serves
+def parse_family(family: AnyFamily, *, caches: CodecCaches | None = None) -> Family:
+    """The parsed form of a family; raises ``ExpositionError`` naming the bad line.
 
-
-def parse_family(family: AnyFamily) -> Family:
-    """The parsed form of a family; raises ``ExpositionError`` naming the bad line."""
+    With ``caches``, lines that repeat byte for byte from the family's last parse are taken
+    from it (``caches.last_parse``): most lines a rule looks inside (start-up times, token
+    capacities, idle gauges) do from one scrape to the next. Exactly the last parse is kept per
+    family, so lines that change every scrape leave with the next parse instead of piling up.
+    """
     if isinstance(family, Family):
         return family
     key = (family.name, family.source_format)
-    seen: dict[str, Sample] = {}
+    cache = caches.last_parse if caches is not None else None
+    previous = cache.get(key) if cache is not None else None
+    seen: dict[str, Sample] | None = {} if cache is not None else None
     try:
         text = str(family.body, "utf-8")
-        samples = parse_lines(text, 1, family.source_format, _LAST_PARSE.get(key), seen)
+        samples = parse_lines(text, 1, family.source_format, previous, seen, caches=caches)
     except ExpositionError as exc:
         line = None if exc.line is None else exc.line + family.first_line - 1
         raise ExpositionError(exc.message, line=line, family=family.name) from None
-    if len(_LAST_PARSE) >= _LAST_PARSE_MAX and key not in _LAST_PARSE:
-        _LAST_PARSE.clear()  # a crude bound; the next scrape refills it
-    _LAST_PARSE[key] = seen
+    if cache is not None and seen is not None:
+        cache.put(key, seen, len(family.name) + lines_size(seen))
     return Family(family.meta, tuple(samples))

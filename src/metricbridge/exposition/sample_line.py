@@ -1,6 +1,6 @@
 """The grammar of one sample line, shared by both wire formats (the slow, exact path).
 
-Families that no rule touches never come here: ``exposition_reader`` copies their bytes. This
+Families that no rule touches never come here: ``exposition.reader`` copies their bytes. This
 module is for families a rule must look inside, for lines the fast path could not vouch for,
 and for ``validation: full``.
 """
@@ -11,6 +11,8 @@ import re
 
 # Re-exported: the readers import it from here.
 from metricbridge.errors import LineError as LineError  # noqa: PLC0414
+from metricbridge.exposition.caches import CodecCaches, labels_size
+from metricbridge.model.cache import ByteLRU
 from metricbridge.model.family import Format, Labels, Sample
 from metricbridge.model.names import LABEL_NAME, METRIC_NAME, legacy_name
 from metricbridge.model.numbers import parse_value
@@ -106,32 +108,31 @@ _PLAIN_LINE = re.compile(
 _PLAIN_PAIR = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"')
 
 
-# Label sets by their text: a series keeps its label set from scrape to scrape, so each is
-# split into pairs once. Only sets without a repeated key are kept (those take the exact path).
-_LABEL_SETS: dict[str, Labels] = {}
-_LABEL_SETS_MAX = 65536
+def _plain_labels(pairs: str, cache: ByteLRU[str, Labels] | None) -> Labels | None:
+    """A plain label set split into pairs; None if a key repeats (the exact path reports it).
 
-
-def _plain_labels(pairs: str) -> Labels | None:
-    labels = _LABEL_SETS.get(pairs)
+    A series keeps its label set from scrape to scrape, so ``cache`` (``read_label_sets``)
+    keeps each split by its text; sets with a repeated key are never kept.
+    """
+    labels = cache.get(pairs) if cache is not None else None
     if labels is None:
         labels = tuple(_PLAIN_PAIR.findall(pairs))
         if len({key for key, _ in labels}) != len(labels):
             return None
-        if len(_LABEL_SETS) >= _LABEL_SETS_MAX:
-            _LABEL_SETS.clear()  # a crude bound; the next scrape refills it
-        _LABEL_SETS[pairs] = labels
+        if cache is not None:
+            cache.put(pairs, labels, len(pairs) + labels_size(labels))
     return labels
 
 
-def parse_sample(line: str, fmt: Format) -> Sample:
+def parse_sample(line: str, fmt: Format, *, caches: CodecCaches | None = None) -> Sample:
     """Parse one sample line of either format; raise ``LineError`` naming what is wrong."""
     plain = _PLAIN_LINE.fullmatch(line)
     if plain is not None:
         name, pairs, raw = plain.groups()
         parsed = parse_value(raw)
         if parsed is not None:
-            labels = _plain_labels(pairs) if pairs else ()
+            cache = caches.read_label_sets if caches is not None else None
+            labels = _plain_labels(pairs, cache) if pairs else ()
             if labels is not None:
                 return Sample(name, labels, parsed[0], parsed[1])
     return _parse_general(line, fmt)

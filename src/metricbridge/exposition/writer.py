@@ -1,16 +1,23 @@
-"""Write families in either wire format: headers per format, raw bodies copied as they came."""
+"""Write families in either wire format: headers per format, raw bodies copied as they came.
+
+Every function takes the caller's ``CodecCaches`` (``caches=``) for the header and label-set
+texts it writes again and again; without one, nothing is remembered (see ``caches``).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
+from metricbridge.exposition.caches import CodecCaches, HeaderKey, labels_size
 from metricbridge.exposition.sample_line import escape_label_value
+from metricbridge.model.cache import ByteLRU
 from metricbridge.model.family import (
     AnyFamily,
     Body,
     Family,
     FamilyMeta,
     Format,
+    Labels,
     MetricType,
     RawFamily,
     Sample,
@@ -38,20 +45,25 @@ def _escape_help(text: str, fmt: Format) -> str:
     return text.replace('"', '\\"') if fmt is Format.OPENMETRICS else text
 
 
-# Header bytes by (meta, format): the same few hundred families are written on every scrape.
-_HEADERS: dict[tuple[str, MetricType, str | None, str | None, Format], bytes] = {}
-_HEADERS_MAX = 8192
+def write_header(meta: FamilyMeta, fmt: Format, *, caches: CodecCaches | None = None) -> bytes:
+    """The HELP/TYPE(/UNIT) lines of a family in the given format.
+
+    With ``caches``, kept by (meta, format) in ``caches.written_headers``: the same few hundred
+    families are written on every scrape.
+    """
+    if caches is None:
+        return _render_header(meta, fmt)
+    return _cached_header(meta, fmt, caches.written_headers)
 
 
-def write_header(meta: FamilyMeta, fmt: Format) -> bytes:
-    """The HELP/TYPE(/UNIT) lines of a family in the given format."""
+def _cached_header(meta: FamilyMeta, fmt: Format, cache: ByteLRU[HeaderKey, bytes]) -> bytes:
     # A plain tuple: hashing it stays in C, unlike the dataclass's own __hash__ and __eq__.
     key = (meta.name, meta.type, meta.help, meta.unit, fmt)
-    header = _HEADERS.get(key)
+    header = cache.get(key)
     if header is None:
-        if len(_HEADERS) >= _HEADERS_MAX:
-            _HEADERS.clear()  # a crude bound; the next scrape refills it
-        header = _HEADERS[key] = _render_header(meta, fmt)
+        header = _render_header(meta, fmt)
+        size = len(meta.name) + len(meta.help or "") + len(meta.unit or "") + len(header)
+        cache.put(key, header, size)
     return header
 
 
@@ -75,27 +87,34 @@ def _render_header(meta: FamilyMeta, fmt: Format) -> bytes:
     return "".join(lines).encode()
 
 
-# Label sets as written, by the label tuple: series keep their labels from scrape to scrape.
-_LABEL_TEXT: dict[tuple[tuple[str, str], ...], str] = {}
-_LABEL_TEXT_MAX = 65536
+def label_set(labels: Labels, *, caches: CodecCaches | None = None) -> str:
+    """``{k="v",...}`` as written in either format (escaped).
+
+    With ``caches``, kept by the label tuple in ``caches.written_label_sets``: series keep their
+    labels from scrape to scrape.
+    """
+    return _label_set(labels, caches.written_label_sets if caches is not None else None)
 
 
-def label_set(labels: tuple[tuple[str, str], ...]) -> str:
-    """``{k="v",...}`` as written in either format (escaped), cached by the label tuple."""
-    text = _LABEL_TEXT.get(labels)
+def _label_set(labels: Labels, cache: ByteLRU[Labels, str] | None) -> str:
+    text = cache.get(labels) if cache is not None else None
     if text is None:
-        if len(_LABEL_TEXT) >= _LABEL_TEXT_MAX:
-            _LABEL_TEXT.clear()  # a crude bound; the next scrape refills it
         pairs = ",".join(f'{key}="{escape_label_value(value)}"' for key, value in labels)
-        text = _LABEL_TEXT[labels] = "{" + pairs + "}"
+        text = "{" + pairs + "}"
+        if cache is not None:
+            cache.put(labels, text, len(text) + labels_size(labels))
     return text
 
 
-def write_sample(sample: Sample, fmt: Format) -> str:
+def write_sample(sample: Sample, fmt: Format, *, caches: CodecCaches | None = None) -> str:
     """One sample line, without the newline."""
+    return _write_sample(sample, fmt, caches.written_label_sets if caches is not None else None)
+
+
+def _write_sample(sample: Sample, fmt: Format, cache: ByteLRU[Labels, str] | None) -> str:
     parts = [sample.name]
     if sample.labels:
-        parts.append(label_set(sample.labels))
+        parts.append(_label_set(sample.labels, cache))
     parts.append(" " + sample.raw_value)
     if sample.timestamp is not None:
         if fmt is Format.TEXT:
@@ -122,38 +141,49 @@ def _split_created(family: Family) -> tuple[Family, Family | None]:
     return Family(family.meta, rest), Family(meta, created)
 
 
-def write_family(family: AnyFamily, fmt: Format) -> list[Body]:
+def write_family(
+    family: AnyFamily, fmt: Format, *, caches: CodecCaches | None = None
+) -> list[Body]:
     """The chunks of one family: header then body."""
     if isinstance(family, RawFamily):
-        return [write_header(family.meta, fmt), family.body]
+        return [write_header(family.meta, fmt, caches=caches), family.body]
     chunks: list[Body] = []
     created = None
     if fmt is Format.TEXT:
         family, created = _split_created(family)
-    chunks.append(write_header(family.meta, fmt))
+    chunks.append(write_header(family.meta, fmt, caches=caches))
     if family.samples:
-        text = "\n".join(write_sample(sample, fmt) for sample in family.samples)
+        cache = caches.written_label_sets if caches is not None else None
+        text = "\n".join(_write_sample(sample, fmt, cache) for sample in family.samples)
         chunks.append(text.encode() + b"\n")
     if created is not None:
-        chunks.extend(write_family(created, fmt))
+        chunks.extend(write_family(created, fmt, caches=caches))
     return chunks
 
 
-def write_chunks(families: Iterable[AnyFamily], fmt: Format) -> list[Body]:
+def write_chunks(
+    families: Iterable[AnyFamily], fmt: Format, *, caches: CodecCaches | None = None
+) -> list[Body]:
     """Every family's header and body, in order, without ``# EOF``: views, nothing joined."""
     chunks: list[Body] = []
+    headers = caches.written_headers if caches is not None else None
     for family in families:
         if isinstance(family, RawFamily):  # most families: two chunks, no list to build
-            chunks.append(write_header(family.meta, fmt))
+            meta = family.meta
+            chunks.append(
+                _render_header(meta, fmt) if headers is None else _cached_header(meta, fmt, headers)
+            )
             chunks.append(family.body)
         else:
-            chunks.extend(write_family(family, fmt))
+            chunks.extend(write_family(family, fmt, caches=caches))
     return chunks
 
 
-def write_exposition(families: Iterable[AnyFamily], fmt: Format) -> bytes:
+def write_exposition(
+    families: Iterable[AnyFamily], fmt: Format, *, caches: CodecCaches | None = None
+) -> bytes:
     """A complete exposition; OpenMetrics output ends with ``# EOF``."""
-    chunks = write_chunks(families, fmt)
+    chunks = write_chunks(families, fmt, caches=caches)
     if fmt is Format.OPENMETRICS:
         chunks.append(b"# EOF\n")
     return b"".join(chunks)
@@ -162,7 +192,13 @@ def write_exposition(families: Iterable[AnyFamily], fmt: Format) -> bytes:
 PIECE_SIZE = 512 << 10
 
 
-def write_pieces(families: Iterable[AnyFamily], fmt: Format, size: int = PIECE_SIZE) -> list[bytes]:
+def write_pieces(
+    families: Iterable[AnyFamily],
+    fmt: Format,
+    size: int = PIECE_SIZE,
+    *,
+    caches: CodecCaches | None = None,
+) -> list[bytes]:
     """The exposition without ``# EOF``, cut into pieces of ``size`` bytes (the last: fewer).
 
     For a server that keeps a render and writes it out many times. Pieces this size come from
@@ -173,7 +209,7 @@ def write_pieces(families: Iterable[AnyFamily], fmt: Format, size: int = PIECE_S
     pieces: list[bytes] = []
     group: list[Body] = []
     room = size
-    for chunk in write_chunks(families, fmt):
+    for chunk in write_chunks(families, fmt, caches=caches):
         view = memoryview(chunk)
         while len(view) >= room:
             group.append(view[:room])

@@ -2,7 +2,7 @@
 
 Two shapes of family exist. ``RawFamily`` keeps its sample lines as the exact bytes the upstream
 sent, so the hot path can copy families that no rule touches without parsing them (see
-``exposition_reader``). ``Family`` holds parsed samples, for families a rule must look inside.
+``exposition.reader``). ``Family`` holds parsed samples, for families a rule must look inside.
 Both are frozen; operations return new objects.
 """
 
@@ -108,9 +108,10 @@ class RawFamily:
     """A family whose sample lines are kept as the bytes the upstream sent.
 
     ``body`` holds complete lines, each ending in a newline: usually a view into the upstream
-    payload, built by ``exposition_reader`` after it checked that every line starts with this
+    payload, built by ``exposition.reader`` after it checked that every line starts with this
     family's sample base followed by a suffix valid for its type in both wire formats, with
-    exactly one space (so no timestamp and no exemplar); bytes of its own after a rename.
+    exactly one space (so no timestamp and no exemplar): the invariant in that module's
+    docstring. Bytes of its own after a rename.
     ``first_line`` is the 1-based line of the first body line in the payload, for error
     messages.
     """

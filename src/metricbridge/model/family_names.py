@@ -57,7 +57,10 @@ def served_names(name: str, mtype: MetricType) -> frozenset[str]:
 
 @functools.lru_cache(maxsize=4096)
 def fast_needles(declared: str, mtype: MetricType, fmt: Format) -> tuple[bytes, ...]:
-    """Line prefixes that are valid, unchanged, in both wire formats; empty: never fast."""
+    """Line prefixes that are valid, unchanged, in both wire formats; empty: never fast.
+
+    Part of the reader's fast path: its invariant is in ``exposition.reader``'s docstring.
+    """
     base, _, suffixes = allowed_suffixes(declared, mtype, fmt)
     if mtype in (MetricType.INFO, MetricType.STATESET, MetricType.GAUGEHISTOGRAM):
         return ()

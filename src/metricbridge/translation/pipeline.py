@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from metricbridge.errors import ExpositionError
+from metricbridge.exposition.caches import CodecCaches
 from metricbridge.exposition.reader import Exposition, read_exposition
 from metricbridge.exposition.sample_line import LineError
 from metricbridge.exposition.writer import write_exposition
@@ -55,18 +56,23 @@ def _content_end(payload: bytes) -> int:
 
 
 def read_payload(
-    payload: bytes, fmt: Format, rules: CompiledRules, *, empty_ok: bool = True
+    payload: bytes,
+    fmt: Format,
+    rules: CompiledRules,
+    *,
+    empty_ok: bool = True,
+    caches: CodecCaches | None = None,
 ) -> Exposition:
     """Read one upstream body; raise ``ExpositionError`` only if none of it is usable.
 
     With ``empty_ok`` an empty body is no families, not an error: a server with no metric
     families yet (a cold EPD encoder) answers 200 with none. A file of 0 bytes is an error
-    (almost always a truncated copy).
+    (almost always a truncated copy). ``caches``: the caller's, see ``exposition.caches``.
     """
     if not payload and empty_ok:
         return Exposition([], [], fmt)
     try:
-        return read_exposition(payload, fmt, rules.validation)
+        return read_exposition(payload, fmt, rules.validation, caches=caches)
     except LineError as exc:
         # A bad escape in a header line escapes the reader (xfail in test_properties.py).
         raise ExpositionError(str(exc)) from exc
@@ -127,27 +133,37 @@ class Outcome:
     merge_drops: tuple[MergeDrop, ...] = ()
 
 
-def translate_upstreams(
+def translate_upstreams(  # noqa: PLR0913 - as translate, plus the upstreams' sources
     parts: Sequence[tuple[str, Exposition]],
     rules: CompiledRules,
     state: SynthState | None = None,
     *,
     now: float = 0.0,
     server_info: Mapping[str, object] | None = None,
+    caches: CodecCaches | None = None,
 ) -> Outcome:
     """Merge the read upstreams (``(source, exposition)``, first wins) and translate them once."""
     merged, drops = merge_upstreams([(source, exp.families) for source, exp in parts])
-    translation = translate(merged, rules, state, now=now, server_info=server_info)
+    translation = translate(merged, rules, state, now=now, server_info=server_info, caches=caches)
     problems = (*(p for _, exp in parts for p in exp.problems), *translation.problems)
     renamed = sum(exp.renamed_samples for _, exp in parts)
     return Outcome(translation, problems, renamed, tuple(drops))
 
 
-def run_pipeline(payload: bytes, fmt: Format, rules: CompiledRules) -> Outcome:
-    """Read and translate one payload; raise ``ExpositionError`` only if none of it is usable."""
-    return translate_upstreams([("", read_payload(payload, fmt, rules, empty_ok=False))], rules)
+def run_pipeline(
+    payload: bytes, fmt: Format, rules: CompiledRules, *, caches: CodecCaches | None = None
+) -> Outcome:
+    """Read and translate one payload; raise ``ExpositionError`` only if none of it is usable.
+
+    Without ``caches``, the read and the translation share caches of their own, for this call
+    (a command's one payload); a caller of many payloads passes its own.
+    """
+    if caches is None:
+        caches = CodecCaches()
+    exposition = read_payload(payload, fmt, rules, empty_ok=False, caches=caches)
+    return translate_upstreams([("", exposition)], rules, caches=caches)
 
 
-def render(outcome: Outcome, fmt: Format) -> bytes:
+def render(outcome: Outcome, fmt: Format, *, caches: CodecCaches | None = None) -> bytes:
     """The translated families in the requested wire format."""
-    return write_exposition(outcome.translation.families, fmt)
+    return write_exposition(outcome.translation.families, fmt, caches=caches)
