@@ -100,8 +100,13 @@ def add_diff_command(commands: Any) -> None:  # noqa: ANN401 - argparse's subpar
         "and label changes, contract rows that flip between served and missing, and new "
         "findings of the given dashboards. Exit 1 when a served row or a dashboard breaks.",
     )
-    parser.add_argument("old", type=Path, metavar="OLD_EXPOSITION")
-    parser.add_argument("new", type=Path, metavar="NEW_EXPOSITION")
+    parser.add_argument(
+        "old", type=Path, metavar="OLD_EXPOSITION",
+        help="the engine's /metrics before the upgrade, saved (text format or OpenMetrics)",
+    )  # fmt: skip
+    parser.add_argument(
+        "new", type=Path, metavar="NEW_EXPOSITION", help="the same after the upgrade"
+    )
     parser.add_argument(
         "--dashboard", nargs="+", action="extend", type=Path, default=[], metavar="FILE",
         help="dashboards, rule files or PromQL files whose breakage fails the diff",

@@ -1,20 +1,23 @@
-"""Command line: `metricbridge [serve] --upstream ...` and the offline tools; returns exit codes."""
+"""Command line: `metricbridge [serve] --upstream ...` and the offline tools; returns exit codes.
+
+A command's module, and what it imports, is loaded only when that command runs (``--help``
+loads them all, to list them): ``metricbridge --version`` and ``config check`` never import
+aiohttp, the PromQL parser or prometheus_client.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import io
 import os
+import shlex
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, NoReturn
 
 from metricbridge import __version__
-from metricbridge.cli.check import add_check_command, add_contract_command, add_diff_command
-from metricbridge.cli.demo import add_demo_command
-from metricbridge.cli.offline import add_config_command, add_translate_command
-from metricbridge.cli.options import apply_environment
-from metricbridge.cli.rules import add_rules_command
-from metricbridge.cli.serve import SERVE_EPILOG, add_serve_command, add_service_options
+from metricbridge.cli.options import MISSING_UPSTREAM, apply_environment
 from metricbridge.errors import EnvError
 
 EXIT_OK, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 2, 3, 130
@@ -30,47 +33,124 @@ Translate SGLang's Prometheus metrics into a stable metric contract.
 Without a command (or with serve) it runs the sidecar: it scrapes the engine's /metrics,
 translates it with the rules and serves the result on its own /metrics, e.g.
   metricbridge --upstream :30000          # SGLang on 127.0.0.1:30000, served on :9850/metrics"""
+# Each command: the module defining it and the function registering it, in --help's order.
+_COMMANDS = {
+    "serve": ("metricbridge.cli.serve", "add_serve_command"),
+    "demo": ("metricbridge.cli.demo", "add_demo_command"),
+    "translate": ("metricbridge.cli.offline", "add_translate_command"),
+    "config": ("metricbridge.cli.offline", "add_config_command"),
+    "rules": ("metricbridge.cli.rules", "add_rules_command"),
+    "check": ("metricbridge.cli.check", "add_check_command"),
+    "contract": ("metricbridge.cli.check", "add_contract_command"),
+    "diff": ("metricbridge.cli.check", "add_diff_command"),
+}
+_ROOT_FLAGS = ("-h", "--help", "--version")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The whole command-line interface."""
+class CommandParser(argparse.ArgumentParser):
+    """A command's parser: when a list option took the positionals, its error says so.
+
+    ``--snapshot``, ``--upstream`` and ``--dashboard`` take every value after them, so
+    ``check --snapshot engine.txt my.promql`` reads the dashboard as a second snapshot and
+    FILE is missing. The error then shows that command line with ``--`` ending the list. The
+    value is not moved silently instead: which values were meant as FILE can only be guessed
+    (a snapshot may have any name, and ``--snapshot a.prom b.prom`` lists two), and a guess
+    that reads a dashboard as an exposition, or the reverse, is worse than a precise error.
+    """
+
+    _arguments: tuple[str, ...] = ()
+
+    def parse_known_args(self, *args: Any, **kwargs: Any) -> Any:  # noqa: ANN401 - typeshed's overloads, passed on
+        """Keep the arguments, for ``error``'s hint."""
+        given = args[0] if args else kwargs.get("args")
+        self._arguments = tuple(sys.argv[1:] if given is None else given)
+        return super().parse_known_args(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        """Exit 2 with usage and ``message``, and how to end the list that took a positional."""
+        hint = _end_the_list(self, list(self._arguments), message)
+        super().error(f"{message}{hint}" if hint else message)
+
+
+def _end_the_list(parser: argparse.ArgumentParser, arguments: list[str], message: str) -> str:
+    """`` (--snapshot took every value after it)`` and the command line with ``--``, or ""."""
+    prefix = "the following arguments are required: "
+    if not message.startswith(prefix) or "--" in arguments:
+        return ""
+    actions = parser._actions  # noqa: SLF001 - argparse lists its actions nowhere public
+    positionals = {action.metavar or action.dest for action in actions if not action.option_strings}
+    missing = message.removeprefix(prefix).split(", ")
+    if not set(missing) <= positionals:
+        return ""  # a required option is missing, not a positional
+    lists = {flag for a in actions if a.nargs in ("+", "*") for flag in a.option_strings}
+    given = [flag for flag in arguments if flag in lists]
+    if not given:
+        return ""
+    start = len(arguments)
+    while start > 0 and (arguments[start - 1] == "-" or not arguments[start - 1].startswith("-")):
+        start -= 1
+    # Each positional takes one value at least; the list keeps one at least.
+    if start == 0 or arguments[start - 1] not in lists or len(arguments) - start <= len(missing):
+        return f" ({given[-1]} takes every value after it: end them with --)"
+    cut = len(arguments) - len(missing)
+    fixed = shlex.join([*parser.prog.split(), *arguments[:cut], "--", *arguments[cut:]])
+    return f" ({arguments[start - 1]} took every value after it)\n  did you mean: {fixed}"
+
+
+def build_parser(commands: Iterable[str] | None = None) -> argparse.ArgumentParser:
+    """The command-line interface: every command, or only ``commands`` with their arguments.
+
+    The others are then registered by name alone, so that running one command does not import
+    the modules of the rest. ``--help`` needs the whole interface (the default).
+    """
+    whole = commands is None
+    wanted = set(_COMMANDS) if commands is None else set(commands)
     parser = argparse.ArgumentParser(
         prog="metricbridge",
         usage=_USAGE,
         description=_DESCRIPTION,
-        epilog=SERVE_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"metricbridge {__version__}")
     # prog: the custom usage above would otherwise prefix every command's usage line.
-    commands = parser.add_subparsers(
-        title="commands", dest="command", metavar="COMMAND", prog="metricbridge"
+    subparsers = parser.add_subparsers(
+        title="commands",
+        dest="command",
+        metavar="COMMAND",
+        prog="metricbridge",
+        parser_class=CommandParser,
     )
-    # `metricbridge --help` is what users of `metricbridge --upstream ...` read: it lists the
-    # serve flags too (they are parsed by `serve`, see _with_default_command).
-    serve_options = parser.add_argument_group(
-        "serve options", "metricbridge [serve] ...: flags of the sidecar, with their variables"
-    )
-    add_service_options(parser, serve_options)
-    add_serve_command(commands)
-    add_demo_command(commands)
-    add_translate_command(commands)
-    add_config_command(commands)
-    add_rules_command(commands)
-    add_check_command(commands)
-    add_contract_command(commands)
-    add_diff_command(commands)
+    if whole:
+        # `metricbridge --help` is what users of `metricbridge --upstream ...` read: it lists
+        # the serve flags too (they are parsed by `serve`, see _with_default_command).
+        serve = importlib.import_module(_COMMANDS["serve"][0])
+        parser.epilog = serve.SERVE_EPILOG
+        serve_options = parser.add_argument_group(
+            "serve options", "metricbridge [serve] ...: flags of the sidecar, with their variables"
+        )
+        serve.add_service_options(parser, serve_options)
+    for name, (module, register) in _COMMANDS.items():
+        if name in wanted:
+            getattr(importlib.import_module(module), register)(subparsers)
+        else:
+            subparsers.add_parser(name)
     return parser
 
 
-def _with_default_command(args: list[str], parser: argparse.ArgumentParser) -> list[str]:
+def _with_default_command(args: list[str]) -> list[str]:
     """``metricbridge --upstream :30000`` means ``metricbridge serve --upstream :30000``."""
-    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))  # noqa: SLF001
-    if args and (args[0] in commands.choices or args[0] in ("-h", "--help", "--version")):
+    if args and (args[0] in _COMMANDS or args[0] in _ROOT_FLAGS):
         return args
     if args or os.environ.get("METRICBRIDGE_UPSTREAM"):
         return ["serve", *args]
     return args
+
+
+def _commands_needed(args: Sequence[str]) -> tuple[str, ...] | None:
+    """The command ``args`` run (None: every one, for ``--help``)."""
+    if args and args[0] in _COMMANDS:
+        return (args[0],)
+    return None if args and args[0] in ("-h", "--help") else ()
 
 
 def parse_command_line(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
@@ -78,9 +158,20 @@ def parse_command_line(parser: argparse.ArgumentParser, argv: Sequence[str]) -> 
 
     Raises ``EnvError`` for a bad variable; a bad flag exits 2 as argparse does.
     """
-    args = parser.parse_args(_with_default_command(list(argv), parser))
+    args = parser.parse_args(_with_default_command(list(argv)))
     apply_environment(args)
     return args
+
+
+def _say_what_is_missing() -> int:
+    """A bare ``metricbridge``: what it needs first, then the short usage, not all of --help."""
+    print(f"metricbridge: error: {MISSING_UPSTREAM}", file=sys.stderr)
+    print(f"usage: {_USAGE % {'prog': 'metricbridge'}}", file=sys.stderr)
+    print(
+        f"commands: {', '.join(_COMMANDS)}; 'metricbridge --help' lists every option",
+        file=sys.stderr,
+    )
+    return EXIT_USAGE
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -88,16 +179,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if isinstance(sys.stdout, io.TextIOWrapper):
         # Names and titles come from users' files; one lone surrogate must not end a report.
         sys.stdout.reconfigure(errors="backslashreplace")
-    parser = build_parser()
+    arguments = _with_default_command(list(sys.argv[1:] if argv is None else argv))
+    if not arguments:
+        return _say_what_is_missing()
     try:
-        args = parse_command_line(parser, sys.argv[1:] if argv is None else argv)
+        args = parse_command_line(build_parser(_commands_needed(arguments)), arguments)
     except EnvError as exc:
         print(f"metricbridge: {exc}", file=sys.stderr)
         return EXIT_USAGE
     handler: Handler | None = getattr(args, "handler", None)
-    if handler is None:
-        parser.print_help(sys.stderr)
-        return EXIT_USAGE
+    if handler is None:  # unreachable: every command sets one
+        return _say_what_is_missing()
     return _run(handler, args)
 
 

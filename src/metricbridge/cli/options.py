@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from metricbridge.errors import EnvError
 
 __all__ = [
+    "MISSING_UPSTREAM",
     "ArgumentContainer",
     "EnvError",
     "EnvOption",
@@ -37,6 +38,11 @@ __all__ = [
 ]
 
 _ENV_OPTIONS = "env_options"  # Namespace attribute: the chosen command's EnvOption tuple
+# What a bare `metricbridge` and a `serve` without an upstream say first.
+MISSING_UPSTREAM = (
+    "--upstream is required (or METRICBRIDGE_UPSTREAM); "
+    "try 'metricbridge demo' to see it work without SGLang"
+)
 TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
 FALSE_WORDS = frozenset({"0", "false", "no", "off"})
 

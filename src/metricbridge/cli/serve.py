@@ -19,6 +19,7 @@ from aiohttp import web
 
 from metricbridge.cli.logs import configure_logging
 from metricbridge.cli.options import (
+    MISSING_UPSTREAM,
     ArgumentContainer,
     EnvOption,
     add_env_option,
@@ -258,7 +259,22 @@ def add_serve_command(commands: Any) -> None:  # noqa: ANN401 - argparse's subpa
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_service_options(parser)
+    parser.usage = _usage_with_upstream_required(parser)
     parser.set_defaults(handler=run_serve)
+
+
+def _usage_with_upstream_required(parser: argparse.ArgumentParser) -> str:
+    """The usage line argparse makes, ``-u`` shown as the required flag it is (or its variable).
+
+    It is not ``required=True``: METRICBRIDGE_UPSTREAM, read after parsing, may give it.
+    """
+    upstream = next(a for a in parser._actions if a.dest == "upstream")  # noqa: SLF001
+    upstream.required = True
+    try:
+        usage = parser.format_usage().removeprefix("usage: ").rstrip()
+    finally:
+        upstream.required = False
+    return usage.replace("%", "%%").replace(parser.prog, "%(prog)s", 1)
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -277,9 +293,7 @@ def service_settings(args: argparse.Namespace) -> ServiceSettings:
     """Settings from parsed flags (each value already checked); raises ValueError if unusable."""
     upstreams: tuple[Upstream, ...] = tuple(args.upstream)
     if not upstreams:
-        raise ValueError(
-            "no upstream given: pass --upstream HOST:PORT (or set METRICBRIDGE_UPSTREAM)"
-        )
+        raise ValueError(MISSING_UPSTREAM)
     if len({u.url for u in upstreams}) != len(upstreams):
         raise ValueError("the same upstream is given twice")
     fetch = FetchSettings(args.upstream_timeout, args.upstream_max_bytes, args.cache_ttl)

@@ -8,22 +8,16 @@ can be given with ``--server-info``.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import gzip
 import json
 import sys
 import zlib
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import aiohttp
-
 from metricbridge.analysis.served import Payload
 from metricbridge.cli.options import positive_seconds
-from metricbridge.errors import InputError, UpstreamError
-from metricbridge.service.background import fetch_server_info, server_info_urls
-from metricbridge.service.scrape import Upstream, fetch, parse_upstream
+from metricbridge.errors import InputError
 from metricbridge.translation.pipeline import detect_format, stray_eof_line
 
 __all__ = [
@@ -34,9 +28,6 @@ __all__ = [
     "read_server_info",
     "read_snapshot",
 ]
-
-_MAX_BYTES = 64 << 20
-_SERVER_INFO_TIMEOUT = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,16 +64,20 @@ def add_source_options(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="cap on each upstream fetch (default 10)",
     )
-    add_server_info_option(parser)
+    add_server_info_option(parser, with_upstream=True)
 
 
-def add_server_info_option(parser: argparse.ArgumentParser) -> None:
-    """``--server-info FILE``: a saved /server_info answer, for rows derived from it."""
+def add_server_info_option(parser: argparse.ArgumentParser, *, with_upstream: bool = False) -> None:
+    """``--server-info FILE``: a saved /server_info answer, for rows derived from it.
+
+    ``with_upstream``: the command also has ``--upstream``, which fetches it instead.
+    """
+    fetched = " (with --upstream it is fetched)" if with_upstream else ""
     parser.add_argument(
         "--server-info",
         type=Path,
         metavar="JSON",
-        help="the engine's saved /server_info answer (with --upstream it is fetched)",
+        help=f"the engine's saved /server_info answer, for rows derived from it{fetched}",
     )
 
 
@@ -133,38 +128,7 @@ def load_sources(args: argparse.Namespace) -> Sources:
     saved = read_server_info(args.server_info)
     if args.snapshot:
         return Sources([read_snapshot(path) for path in args.snapshot], saved)
-    upstreams = []
-    for spec in args.upstream:
-        try:
-            upstreams.append(parse_upstream(spec))
-        except ValueError as exc:
-            raise InputError(spec, str(exc)) from exc
-    return asyncio.run(_fetch_all(upstreams, args.upstream_timeout, saved))
+    # Only live upstreams need the HTTP client: `check --snapshot` does not import it.
+    from metricbridge.cli.live import fetch_upstreams  # noqa: PLC0415
 
-
-async def _fetch_all(
-    upstreams: Sequence[Upstream], fetch_timeout: float, saved: dict[str, object] | None
-) -> Sources:
-    """Fetch one after another: a failure then leaves no request in flight behind it."""
-    payloads = []
-    async with aiohttp.ClientSession() as session:
-        for upstream in upstreams:
-            try:
-                fetched = await fetch(
-                    session, upstream, timeout=fetch_timeout, max_bytes=_MAX_BYTES
-                )
-            except UpstreamError as exc:
-                raise InputError(
-                    upstream.shown, f"upstream unusable ({exc.reason}): {exc}"
-                ) from exc
-            payloads.append(Payload(upstream.shown, fetched.body, fetched.format))
-        info = saved
-        if info is None:
-            urls = server_info_urls(upstreams[0])
-            try:
-                info = await fetch_server_info(
-                    session, urls, min(_SERVER_INFO_TIMEOUT, fetch_timeout)
-                )
-            except UpstreamError:
-                info = None  # rows derived from it are reported as needing it
-    return Sources(payloads, info)
+    return Sources(*fetch_upstreams(args.upstream, args.upstream_timeout, saved))
