@@ -14,6 +14,7 @@
      ├── PromQLError          (analysis) an expression the PromQL parser rejects; inside a readable
      │                        file it becomes an InputProblem of that query, not an InputError
      ├── NeedsServerInfoError (export) a derivation reads /server_info, which no scrape has
+     ├── CatalogueError       (engines) a release catalogue file not in the layout this reads
      └── CommandLineError     (cli) the command cannot run as asked; printed as one line, exit 2
           ├── EnvError        a METRICBRIDGE_* variable the command reads holds an unusable value
           ├── ListenError     the address cannot be listened on; names it and the OS's reason
@@ -21,9 +22,9 @@
 
 Code outside this package catches ``MetricbridgeError``. The hot path lets none escape per
 sample (it skips and counts instead), so they only leave the package at load and fetch time.
-LineError, TemplateError, ScaleError and NeedsServerInfoError are ValueErrors too, as they were
-before they moved here. An exception that never leaves the module raising it (control flow
-inside one command or one exporter) stays in that module, with a comment saying so.
+LineError, TemplateError, ScaleError, NeedsServerInfoError and CatalogueError are ValueErrors
+too, as they were before they moved here. An exception that never leaves the module raising it
+(control flow inside one command or one exporter) stays in that module, with a comment saying so.
 """
 
 from __future__ import annotations
@@ -121,6 +122,10 @@ class PromQLError(MetricbridgeError):
 
 class NeedsServerInfoError(MetricbridgeError, ValueError):
     """The derivation reads /server_info, which Prometheus does not scrape."""
+
+
+class CatalogueError(MetricbridgeError, ValueError):
+    """A catalogue file that does not have the layout this package reads."""
 
 
 class CommandLineError(MetricbridgeError):

@@ -11,8 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from metricbridge.analysis.catalog import Catalog, build_catalog
-from metricbridge.analysis.dashboards import InputError
-from metricbridge.errors import ExpositionError
+from metricbridge.errors import ExpositionError, InputError
 from metricbridge.exposition.reader import Exposition
 from metricbridge.model.family import Format
 from metricbridge.translation.compiled import CompiledRules

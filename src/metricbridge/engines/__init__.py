@@ -7,9 +7,11 @@ the standard library only, no I/O but reading the packaged files.
 
 from __future__ import annotations
 
+from metricbridge.errors import CatalogueError
+
 from .diff import CatalogueDiff, HelpChanged, LabelsChanged, Rename, Retyped, diff_catalogues
 from .loader import available_versions, load_catalogue, newest_version
-from .model import Catalogue, CatalogueError, EngineFamily, Lifecycle, OptionalLabel
+from .model import Catalogue, EngineFamily, Lifecycle, OptionalLabel
 from .versions import version_key
 
 __all__ = [

@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from metricbridge.errors import CatalogueError
+
 SCHEMA_VERSION = 1
 LifecycleKind = Literal["startup", "lazy"]
 _SAMPLE_SUFFIXES: Mapping[str, tuple[str, ...]] = {
@@ -18,10 +20,6 @@ _SAMPLE_SUFFIXES: Mapping[str, tuple[str, ...]] = {
     "summary": ("_sum", "_count"),
     "info": ("_info",),
 }
-
-
-class CatalogueError(ValueError):
-    """A catalogue file that does not have the layout this package reads."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,6 +36,8 @@ _JOINED = "__metricbridge_joined"  # scratch label for multi-label relabel steps
 Wrap = Callable[[str], str]
 
 
+# Not in metricbridge.errors: recording_rules catches it and writes it as a note; it never
+# leaves this module.
 class _InexpressibleError(ValueError):
     """A part of a rule that PromQL cannot reproduce; the message says which."""
 

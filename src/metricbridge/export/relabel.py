@@ -33,6 +33,8 @@ _MARK = "__tmp_metricbridge_keep"  # Prometheus reserves __tmp for scratch label
 Step = dict[str, object]
 
 
+# Not in metricbridge.errors: relabel_configs catches it and writes it as a note; it never
+# leaves this module.
 class _InexpressibleError(ValueError):
     """A relabel step that cannot be scoped to one family; the message says which."""
 

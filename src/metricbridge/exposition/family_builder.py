@@ -14,11 +14,11 @@ import dataclasses
 import re
 from dataclasses import dataclass, field
 
-from metricbridge.errors import ExpositionError
+from metricbridge.errors import ExpositionError, LineError
 from metricbridge.exposition.caches import CodecCaches, KnownHeader
 from metricbridge.exposition.created_series import created_orphans
 from metricbridge.exposition.family_parse import parse_lines, unescape_help
-from metricbridge.exposition.sample_line import LineError, parse_sample, unescape
+from metricbridge.exposition.sample_line import parse_sample, unescape
 from metricbridge.exposition.writer import label_set
 from metricbridge.model.family import (
     AnyFamily,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from metricbridge.errors import ExpositionError
+from metricbridge.errors import ExpositionError, LineError
 from metricbridge.exposition.caches import CodecCaches, lines_size
-from metricbridge.exposition.sample_line import LineError, parse_sample, unescape
+from metricbridge.exposition.sample_line import parse_sample, unescape
 from metricbridge.model.family import AnyFamily, Family, Format, Sample
 
 

@@ -55,7 +55,7 @@ that might (about 50x split+join on 10 MB, 70x on 1 MB: see bench/).
 
 from __future__ import annotations
 
-from metricbridge.errors import ExpositionError
+from metricbridge.errors import ExpositionError, LineError
 from metricbridge.exposition.byte_scan import (
     count_prefixes,
     is_utf8,
@@ -68,7 +68,6 @@ from metricbridge.exposition.caches import CodecCaches, KnownHeader
 from metricbridge.exposition.created_series import merge_created_families
 from metricbridge.exposition.family_builder import Builder, Exposition, GeneralReader
 from metricbridge.exposition.family_parse import unescape_help
-from metricbridge.exposition.sample_line import LineError
 from metricbridge.model.family import FamilyMeta, Format, RawFamily, Verify
 from metricbridge.model.family_names import TEXT_TYPES, allowed_suffixes, fast_needles, wire_names
 

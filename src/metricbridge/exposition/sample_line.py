@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import re
 
-# Re-exported: the readers import it from here.
-from metricbridge.errors import LineError as LineError  # noqa: PLC0414
+from metricbridge.errors import LineError
 from metricbridge.exposition.caches import CodecCaches, labels_size
 from metricbridge.model.cache import ByteLRU
 from metricbridge.model.family import Format, Labels, Sample

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from metricbridge.errors import ExpositionError
-from metricbridge.exposition.sample_line import LineError, parse_sample
+from metricbridge.errors import ExpositionError, LineError
+from metricbridge.exposition.sample_line import parse_sample
 from metricbridge.model.family import AnyFamily, Family, RawFamily, Sample
 from metricbridge.model.family_names import served_names
 

@@ -12,10 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from metricbridge.errors import ExpositionError
+from metricbridge.errors import ExpositionError, LineError
 from metricbridge.exposition.caches import CodecCaches
 from metricbridge.exposition.reader import Exposition, read_exposition
-from metricbridge.exposition.sample_line import LineError
 from metricbridge.exposition.writer import write_exposition
 from metricbridge.model.family import AnyFamily, Format
 from metricbridge.translation.compiled import CompiledRules
