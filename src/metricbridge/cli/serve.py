@@ -38,6 +38,7 @@ from metricbridge.config.load import load_config
 from metricbridge.errors import ConfigError, ListenError
 from metricbridge.service.allocator import MMAP_THRESHOLD, tune_malloc
 from metricbridge.service.bridge import FetchSettings
+from metricbridge.service.connections import fitted_cap
 from metricbridge.service.scrape import Upstream, parse_upstream
 from metricbridge.service.server import (
     STATE,
@@ -236,6 +237,40 @@ def add_service_options(
         "env METRICBRIDGE_WEB_ENABLE_LIFECYCLE=1)",
     )
     add(
+        "--web.max-connections",
+        variable="METRICBRIDGE_WEB_MAX_CONNECTIONS",
+        from_env=positive_int,
+        default=512,
+        type=positive_int,
+        dest="max_connections",
+        metavar="N",
+        help="most client connections open at once; more are closed on arrival and counted "
+        "(default 512, as Prometheus; lowered to fit the open-file limit; "
+        "env METRICBRIDGE_WEB_MAX_CONNECTIONS)",
+    )
+    add(
+        "--web.idle-timeout",
+        variable="METRICBRIDGE_WEB_IDLE_TIMEOUT",
+        from_env=positive_seconds,
+        default=300.0,
+        type=positive_seconds,
+        dest="idle_timeout",
+        metavar="SECONDS",
+        help="close a keep-alive connection idle this long (default 300; "
+        "env METRICBRIDGE_WEB_IDLE_TIMEOUT)",
+    )
+    add(
+        "--web.write-timeout",
+        variable="METRICBRIDGE_WEB_WRITE_TIMEOUT",
+        from_env=positive_seconds,
+        default=30.0,
+        type=positive_seconds,
+        dest="write_timeout",
+        metavar="SECONDS",
+        help="abandon a response whose client has not read it all in this long (default 30; "
+        "env METRICBRIDGE_WEB_WRITE_TIMEOUT)",
+    )
+    add(
         "--cache-ttl",
         variable="METRICBRIDGE_CACHE_TTL",
         from_env=non_negative_seconds,
@@ -303,6 +338,9 @@ def service_settings(args: argparse.Namespace) -> ServiceSettings:
         fetch,
         server_info=not args.no_server_info,
         enable_lifecycle=args.enable_lifecycle,
+        max_connections=fitted_cap(args.max_connections),
+        idle_timeout=args.idle_timeout,
+        write_timeout=args.write_timeout,
     )
 
 
@@ -343,10 +381,17 @@ async def _serve(
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):  # before start-up: a signal then ends it cleanly
         loop.add_signal_handler(sig, stop.set)
-    runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_SECONDS)
+    settings = app[STATE].settings
+    runner = web.AppRunner(
+        app,
+        access_log=None,
+        shutdown_timeout=SHUTDOWN_SECONDS,
+        keepalive_timeout=settings.idle_timeout,
+    )
     await runner.setup()
+    listener: asyncio.Server | None = None
     try:
-        await listen(runner, *address)
+        listener = await listen_capped(runner, *address)
         log.info(
             "serving on %s, upstreams: %s",
             format_address(*address),
@@ -357,6 +402,8 @@ async def _serve(
         # slow engine then gets its answer (no engine data) in time for aiohttp's own deadline.
         loop.call_later(SHUTDOWN_SECONDS - 1, _give_up_fetching, app)
     finally:
+        if listener is not None:
+            listener.close()  # stop accepting; connections open go on until cleanup ends them
         await runner.cleanup()
 
 
@@ -375,6 +422,25 @@ async def listen(runner: web.BaseRunner, host: str, port: int) -> web.TCPSite:
         reason = describe_os_error(exc)
         raise ListenError(f"cannot listen on {format_address(host, port)}: {reason}") from exc
     return site
+
+
+async def listen_capped(runner: web.BaseRunner, host: str, port: int) -> asyncio.Server:
+    """Like ``listen``, with the app's connection cap in front of aiohttp's protocol.
+
+    ``runner.server`` is aiohttp's public low-level protocol factory; serving it through
+    ``loop.create_server`` lets the cap see each connection before aiohttp does.
+    """
+    server = runner.server
+    if server is None:
+        raise RuntimeError("the runner is not set up")
+    limit = runner.app[STATE].metrics.connections if isinstance(runner, web.AppRunner) else None
+    factory = limit.protocol_factory(server) if limit is not None else server
+    loop = asyncio.get_running_loop()
+    try:
+        return await loop.create_server(factory, host or None, port, reuse_address=True)
+    except OSError as exc:
+        reason = describe_os_error(exc)
+        raise ListenError(f"cannot listen on {format_address(host, port)}: {reason}") from exc
 
 
 def format_address(host: str, port: int) -> str:

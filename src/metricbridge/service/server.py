@@ -56,6 +56,11 @@ class ServiceSettings:
     # Reloads reset derived-rate state and the caches: an HTTP reload sooner than this after the
     # previous one is refused (429), so a client in a loop cannot keep the rates blank.
     reload_min_interval: float = 1.0
+    # Client connections (Prometheus' --web.max-connections default), keep-alive idle seconds,
+    # and how long a response may wait for a client that reads nothing before it is abandoned.
+    max_connections: int = 512
+    idle_timeout: float = 300.0
+    write_timeout: float = 30.0
 
 
 @dataclass(slots=True)
@@ -165,8 +170,8 @@ async def _filtered_body(
     """A ``name[]`` response: rare, so rendered from scratch every time."""
     families = snapshot.translation.families if snapshot.translation else ()
     # Off the event loop: selecting from a family of 100,000 series parses them, about a
-    # second, and every other scrape would wait for it. The families are frozen, and the
-    # writer's caches are plain dicts, safe to share under the GIL.
+    # second, and every other scrape would wait for it. The families are frozen; the bridge's
+    # caches are not thread-safe and belong to the event loop, so this writes without any.
     engine, problems = await asyncio.to_thread(_selected, families, names, fmt)
     for problem in problems:
         # The unfiltered response serves the family's bytes as they came, so the engine's
@@ -199,16 +204,25 @@ async def _send(
         headers["Content-Encoding"] = "gzip"
     response = web.StreamResponse(headers=headers)
     response.content_length = sum(len(part) for part in parts)
+    state = request.app[STATE]
     try:
-        await response.prepare(request)
-        if request.method != "HEAD":  # HEAD: the headers, Content-Length included, no body
-            for part in parts:
-                view = memoryview(part)
-                # Slices, so aiohttp drains between them: one 10 MB write would be copied whole
-                # into the transport's buffer, a fresh 10 MB allocation on every scrape.
-                for offset in range(0, len(view), PIECE_SIZE):
-                    await response.write(view[offset : offset + PIECE_SIZE])
-        await response.write_eof()
+        # One deadline for the whole write: a client that stops reading would otherwise hold
+        # the response, and the snapshot it is a view of, for as long as it keeps the socket.
+        async with asyncio.timeout(state.settings.write_timeout):
+            await response.prepare(request)
+            if request.method != "HEAD":  # HEAD: the headers, Content-Length included, no body
+                for part in parts:
+                    view = memoryview(part)
+                    # Slices, so aiohttp drains between them: one 10 MB write would be copied
+                    # whole into the transport's buffer, a fresh 10 MB allocation every scrape.
+                    for offset in range(0, len(view), PIECE_SIZE):
+                        await response.write(view[offset : offset + PIECE_SIZE])
+            await response.write_eof()
+    except TimeoutError:
+        state.metrics.connections.write_timeouts += 1
+        log.debug("scraper read nothing for %g s: response abandoned", state.settings.write_timeout)
+        if request.transport is not None:
+            request.transport.abort()
     except ConnectionError:
         # The scraper left between two writes (aiohttp cancels the handler if it leaves during
         # one): nobody is left to answer, and it is not the bridge's error.
@@ -320,6 +334,7 @@ def make_app(settings: ServiceSettings, config: Config) -> web.Application:
     app = web.Application(client_max_size=1024)  # no endpoint takes a request body
     metrics = SelfMetrics()
     metrics.config_loaded(ok=True, at=time.time())
+    metrics.connections.cap = settings.max_connections
     app[STATE] = ServiceState(settings, config, metrics, asyncio.Lock())
     app.cleanup_ctx.append(_bridge_ctx)
     app.router.add_get("/metrics", handle_metrics)

@@ -1,0 +1,119 @@
+"""Client connections are bounded: a cap, an idle timeout and a write deadline, each counted.
+
+Real sockets against the capped listener the service runs (``cli.serve.listen_capped``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from aiohttp import web
+
+from helpers.service import FakeUpstream
+from metricbridge.cli.serve import listen_capped
+from metricbridge.config.load import load_config
+from metricbridge.service.bridge import FetchSettings
+from metricbridge.service.scrape import parse_upstream
+from metricbridge.service.server import STATE, ServiceSettings, make_app
+
+GET = b"GET /metrics HTTP/1.1\r\nHost: bridge\r\n\r\n"
+
+
+@asynccontextmanager
+async def _bridge(
+    upstream_body: bytes | None = None, **settings: float
+) -> AsyncIterator[tuple[int, web.Application]]:
+    """A bridge on a capped listener in front of a fake upstream; yields its port and app."""
+    upstream = FakeUpstream() if upstream_body is None else FakeUpstream(body=upstream_body)
+    upstream_runner = web.AppRunner(upstream.app())
+    await upstream_runner.setup()
+    site = web.TCPSite(upstream_runner, "127.0.0.1", 0)
+    await site.start()
+    service = ServiceSettings(
+        (parse_upstream(f"127.0.0.1:{site.port}"),),
+        None,
+        FetchSettings(cache_ttl=0.0),
+        server_info=False,
+        **settings,  # type: ignore[arg-type]
+    )
+    app = make_app(service, load_config(None))
+    runner = web.AppRunner(app, access_log=None, keepalive_timeout=service.idle_timeout)
+    await runner.setup()
+    listener = await listen_capped(runner, "127.0.0.1", 0)
+    try:
+        yield listener.sockets[0].getsockname()[1], app
+    finally:
+        listener.close()
+        await runner.cleanup()
+        await upstream_runner.cleanup()
+
+
+async def _scrape(port: int) -> bytes:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"GET /metrics HTTP/1.1\r\nHost: bridge\r\nConnection: close\r\n\r\n")
+    body = await asyncio.wait_for(reader.read(), 10)
+    writer.close()
+    return body
+
+
+async def test_connections_over_the_cap_are_closed_on_arrival_and_counted() -> None:
+    """With the cap's worth of idle connections open, the next is closed; once one goes, a
+    scrape is served again and the refusal shows in the self-metrics."""
+    async with _bridge(max_connections=3) as (port, _app):
+        idle = [await asyncio.open_connection("127.0.0.1", port) for _ in range(3)]
+        await asyncio.sleep(0.05)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(GET)
+        assert await asyncio.wait_for(reader.read(), 5) == b""  # closed, nothing served
+        writer.close()
+        idle.pop()[1].close()
+        await asyncio.sleep(0.05)
+        body = await _scrape(port)
+        assert b"HTTP/1.1 200" in body
+        assert b"metricbridge_connections_refused_total 1.0" in body
+        assert b"metricbridge_connections_max 3.0" in body
+        assert b"metricbridge_connections_open 3.0" in body  # two idle ones and this scrape
+        for _, w in idle:
+            w.close()
+
+
+async def test_an_idle_keep_alive_connection_is_closed_after_the_idle_timeout() -> None:
+    """A connection that sends nothing more is closed by the bridge, freeing its descriptor."""
+    async with _bridge(idle_timeout=0.3) as (port, _app):
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(GET)
+        await asyncio.sleep(0.1)
+        # The response arrives; then, with nothing more asked, the connection ends.
+        data = await asyncio.wait_for(_read_until_closed(reader), 5)
+        assert data.startswith(b"HTTP/1.1 200")
+        writer.close()
+
+
+async def _read_until_closed(reader: asyncio.StreamReader) -> bytes:
+    chunks = []
+    while chunk := await reader.read(1 << 16):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def test_a_client_that_stops_reading_is_abandoned_at_the_write_deadline() -> None:
+    """A scraper that sends a request and never reads releases the response after the
+    deadline: the connection is aborted and the abandonment counted."""
+    # 16 MB: more than loopback's socket buffers take in, whatever the kernel's autotuning.
+    series = "".join(f'sglang:x{{i="{i:07d}"}} 1\n' for i in range(600_000))
+    body = f"# HELP sglang:x x\n# TYPE sglang:x gauge\n{series}".encode()
+    async with _bridge(upstream_body=body, write_timeout=0.5) as (port, app):
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect(("127.0.0.1", port))
+        sock.sendall(GET)
+        await asyncio.sleep(1.5)
+        connections = app[STATE].metrics.connections
+        assert connections.write_timeouts == 1
+        assert connections.open == 0
+        sock.close()
+        served = await _scrape(port)
+        assert b"metricbridge_responses_abandoned_total 1.0" in served
