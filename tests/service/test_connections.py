@@ -117,3 +117,28 @@ async def test_a_client_that_stops_reading_is_abandoned_at_the_write_deadline() 
         sock.close()
         served = await _scrape(port)
         assert b"metricbridge_responses_abandoned_total 1.0" in served
+
+
+async def test_unparsable_requests_are_counted_by_kind_and_logged_once_at_debug(caplog) -> None:
+    """Garbage on the port: a 400 each, no error or traceback in the log, a count per kind."""
+    import logging  # noqa: PLC0415
+
+    garbage = [
+        b"GET / HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n",
+        b"\x16\x03\x01 TLS on the HTTP port\r\n\r\n",
+        b"GET /" + b"a" * 10_000 + b" HTTP/1.1\r\n\r\n",
+    ]
+    async with _bridge() as (port, _app):
+        with caplog.at_level(logging.DEBUG):
+            for request in garbage * 20:
+                reader, writer = await asyncio.open_connection("127.0.0.1", port)
+                writer.write(request)
+                assert (await asyncio.wait_for(reader.read(), 5)).startswith(b"HTTP/1.0 400")
+                writer.close()
+        served = await _scrape(port)
+    loud = [r for r in caplog.records if r.levelno >= logging.WARNING or r.exc_info]
+    assert loud == []
+    notes = [r for r in caplog.records if "unparsable client request" in r.getMessage()]
+    assert len(notes) == 3  # once per kind
+    counts = [line for line in served.decode().splitlines() if "bad_requests_total{" in line]
+    assert sorted(float(line.rsplit(" ", 1)[1]) for line in counts) == [20.0, 20.0, 20.0]

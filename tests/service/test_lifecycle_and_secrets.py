@@ -105,3 +105,28 @@ async def test_a_failing_upstream_with_credentials_is_logged_redacted(
 def _bridge_log(caplog: Any) -> str:
     """What the bridge logged (the fake upstream's own access log shows its request line)."""
     return "\n".join(r.getMessage() for r in caplog.records if r.name.startswith("metricbridge"))
+
+
+async def test_a_slow_reload_does_not_stall_other_requests(
+    aiohttp_server, aiohttp_client, monkeypatch
+) -> None:
+    """Reading and compiling a rules file runs off the event loop: probes answer meanwhile."""
+    import asyncio  # noqa: PLC0415
+    import time  # noqa: PLC0415
+
+    from metricbridge.service import server as server_module  # noqa: PLC0415
+
+    real = server_module._load_and_compile
+
+    def slow(path: Any) -> Any:
+        time.sleep(1.0)  # what a 1.6 MB rules file costs, without the file
+        return real(path)
+
+    monkeypatch.setattr(server_module, "_load_and_compile", slow)
+    client = await _client(aiohttp_server, aiohttp_client, _plain)
+    reload = asyncio.create_task(client.post("/-/reload"))
+    await asyncio.sleep(0.2)
+    started = time.perf_counter()
+    assert (await client.get("/-/healthy")).status == 200
+    assert time.perf_counter() - started < 0.5
+    assert (await reload).status == 200

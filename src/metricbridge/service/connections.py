@@ -14,10 +14,11 @@ import logging
 import resource
 from collections.abc import Callable, Iterator
 
+from aiohttp.http_exceptions import HttpProcessingError
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from metricbridge.exposition.writer import write_header
+from metricbridge.exposition.writer import label_set, write_header
 from metricbridge.model.family import FamilyMeta, Format, MetricType
 from metricbridge.model.numbers import format_value
 
@@ -39,6 +40,8 @@ class ConnectionLimit(Collector):
         self.open = 0
         self.refused = 0  # connections closed on arrival because ``cap`` were open
         self.write_timeouts = 0  # responses abandoned because the client stopped reading
+        # Requests aiohttp could not parse, by exception class (a handful of aiohttp's own).
+        self.bad_requests: dict[str, int] = {}
         self._refusing = False  # log the start of a refusal spell once, not every connection
 
     def protocol_factory(
@@ -81,6 +84,11 @@ class ConnectionLimit(Collector):
         for name, mtype, help_text, value in self._families():
             lines.append(write_header(FamilyMeta(name, mtype, help_text), fmt))
             lines.append(f"{name} {format_value(float(value))}\n".encode())
+        name, help_text = _BAD_REQUESTS
+        lines.append(write_header(FamilyMeta(name, MetricType.COUNTER, help_text), fmt))
+        for kind, count in self.bad_requests.items():
+            pairs = label_set((("kind", kind),))
+            lines.append(f"{name}{pairs} {format_value(float(count))}\n".encode())
         return b"".join(lines)
 
     def collect(self) -> Iterator[Metric]:
@@ -90,6 +98,18 @@ class ConnectionLimit(Collector):
                 yield CounterMetricFamily(name, help_text, value=float(value))
             else:
                 yield GaugeMetricFamily(name, help_text, value=float(value))
+        bad = CounterMetricFamily(*_BAD_REQUESTS, labels=["kind"])
+        for kind, count in self.bad_requests.items():
+            bad.add_metric([kind], float(count))
+        yield bad
+
+    def log_filter(self) -> logging.Filter:
+        """A filter for aiohttp's server log that counts unparsable requests instead.
+
+        aiohttp logs each at error with a traceback: a client sending garbage 2,000 times a
+        second wrote 1.5 MB/s of log. Each kind is counted, and logged once, at debug.
+        """
+        return _BadRequestLog(self)
 
     def _admit(self) -> bool:
         if self.open >= self.cap:
@@ -106,6 +126,30 @@ class ConnectionLimit(Collector):
         if self._refusing and self.open < self.cap:
             log.info("client connections below the cap again (%d open)", self.open)
             self._refusing = False
+
+
+_BAD_REQUESTS = (
+    "metricbridge_bad_requests_total",
+    "Client requests that could not be parsed as HTTP, by kind (aiohttp's exception class).",
+)
+
+
+class _BadRequestLog(logging.Filter):
+    def __init__(self, limit: ConnectionLimit) -> None:
+        super().__init__()
+        self._limit = limit
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if not isinstance(exc, HttpProcessingError):
+            return True
+        kind = type(exc).__name__
+        counts = self._limit.bad_requests
+        first = kind not in counts
+        counts[kind] = counts.get(kind, 0) + 1
+        if first:
+            log.debug("unparsable client request (%s), counted from now on: %.80s", kind, exc)
+        return False
 
 
 def fitted_cap(requested: int) -> int:

@@ -34,7 +34,7 @@ from metricbridge.service.negotiation import (
 )
 from metricbridge.service.scrape import Upstream
 from metricbridge.service.selfmetrics import SelfMetrics
-from metricbridge.translation.compiled import compile_rules
+from metricbridge.translation.compiled import CompiledRules, compile_rules
 from metricbridge.translation.report import contract_report
 
 log = logging.getLogger("metricbridge.server")
@@ -91,6 +91,9 @@ async def _bridge_ctx(app: web.Application) -> AsyncIterator[None]:
             state.settings.fetch,
         )
         tasks = [asyncio.create_task(heartbeat(bridge))]
+        bad_requests = state.metrics.connections.log_filter()
+        aiohttp_server_log = logging.getLogger("aiohttp.server")
+        aiohttp_server_log.addFilter(bad_requests)
         if state.settings.server_info:
             urls = server_info_urls(state.settings.upstreams[0])
             tasks.append(asyncio.create_task(poll_server_info(bridge, urls)))
@@ -98,7 +101,13 @@ async def _bridge_ctx(app: web.Application) -> AsyncIterator[None]:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        aiohttp_server_log.removeFilter(bad_requests)
         state.bridge = None
+
+
+def _load_and_compile(path: Path | None) -> tuple[Config, CompiledRules]:
+    config = with_idle_switch(load_config(path))
+    return config, compile_rules(config)
 
 
 def with_idle_switch(config: Config) -> Config:
@@ -248,8 +257,9 @@ async def reload_config(app: web.Application) -> list[str]:
     async with state.reload_lock:
         state.last_reload = asyncio.get_running_loop().time()
         try:
-            config = with_idle_switch(load_config(state.settings.config_path))
-            rules = compile_rules(config)
+            # Off the event loop: a large rules file takes seconds to read and compile, and
+            # scrapes must go on meanwhile (the old rules serve until the swap below).
+            config, rules = await asyncio.to_thread(_load_and_compile, state.settings.config_path)
         except ConfigError as exc:
             issues = [str(issue) for issue in exc.issues]
         else:
