@@ -48,7 +48,7 @@ class FakeUpstream:
         return app
 
 
-def bridge_app(
+def bridge_app(  # noqa: PLR0913 - one keyword per service setting the tests vary
     *upstream_urls: str,
     cache_ttl: float = 0.0,
     timeout: float = 2.0,
