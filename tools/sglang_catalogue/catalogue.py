@@ -134,6 +134,12 @@ def _own_labels(labels: LabelSet, resolver: LabelResolver) -> tuple[list[str], s
     return list(labels.required[len(base.required) :]), labels.base
 
 
+def _features(definition: Definition, reach: frozenset[str]) -> list[str] | None:
+    path, qualname = definition.scope.path, definition.qualname
+    found = {*classify.features(path, qualname, definition.guards), *classify.reach_features(reach)}
+    return sorted(found) or None
+
+
 def record(definition: Definition, resolver: LabelResolver) -> dict[str, Any]:
     """One family's catalogue record (keys whose value is empty or false are left out)."""
     name, unresolved = family_name(definition)
@@ -160,7 +166,7 @@ def record(definition: Definition, resolver: LabelResolver) -> dict[str, Any]:
         "scope": None if qualname == f"{label_set}.__init__" else qualname,
         "unit": classify.unit(name, definition.kind, declared_unit or None),
         "dead": life.dead or None,
-        "features": list(classify.features(path, qualname, definition.guards)) or None,
+        "features": _features(definition, life.reach),
         "guards": list(definition.guards) or None,
         "buckets": buckets,
         "buckets_note": note,

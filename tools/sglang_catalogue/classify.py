@@ -31,6 +31,8 @@ _PROCESSES: tuple[tuple[str, str], ...] = (
 # (pattern on a guard condition or a module path, feature tag)
 _FEATURES: tuple[tuple[str, str], ...] = (
     (r"hierarchical_cache|hicache", "hicache"),
+    (r"collect_tokens_histogram", "tokens-histogram"),
+    (r"(?i)balancedness", "eplb"),
     (r"StorageMetricsCollector|storage_backend", "hicache-storage"),
     (r"disaggregation_mode|disaggregation/(?!encoder)|mooncake|enable_pd", "pd-disaggregation"),
     (r"encoder_only|language_only|disaggregation/encoder|EncoderMetricsCollector", "epd"),
@@ -44,6 +46,17 @@ _FEATURES: tuple[tuple[str, str], ...] = (
     (r"DEVICE_TIMER|device_timer", "device-timer"),
     (r"multimodal_gen/", "diffusion"),
     (r"enable_mfu|MFU_METRICS|mfu_metrics", "mfu-metrics"),
+)
+
+# (pattern on a module path that records a family's values, feature tag)
+_PATH_FEATURES: tuple[tuple[str, str], ...] = (
+    (r"disaggregation/(?!encoder)", "pd-disaggregation"),
+    (r"disaggregation/encoder|encode_server|/encoder_", "epd"),
+    (r"speculative/", "speculative-decoding"),
+    (r"hicache|hiradix|hi_radix|cache_controller|mem_cache/storage", "hicache"),
+    (r"/lora/", "lora"),
+    (r"eplb/|expert_distribution", "eplb"),
+    (r"multimodal_gen/", "diffusion"),
 )
 
 _UNITS: tuple[tuple[str, str], ...] = (
@@ -73,6 +86,12 @@ def features(path: str, qualname: str, guards: tuple[str, ...]) -> tuple[str, ..
     texts = [f"{path}:{owner}", *(g for g in guards if not g.startswith("not ("))]
     found = {tag for text in texts for pattern, tag in _FEATURES if re.search(pattern, text)}
     return tuple(sorted(found))
+
+
+def reach_features(paths: frozenset[str]) -> tuple[str, ...]:
+    """Features every module that records the family's values belongs to."""
+    tagged = [{tag for pattern, tag in _PATH_FEATURES if re.search(pattern, p)} for p in paths]
+    return tuple(sorted(set.intersection(*tagged))) if tagged else ()
 
 
 def unit(name: str, kind: str, declared: str | None) -> str | None:

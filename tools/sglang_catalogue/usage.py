@@ -11,19 +11,11 @@ import ast
 import re
 from dataclasses import dataclass
 
+from .calls import always_none, calls_of, referenced
 from .scan import Definition
-from .scope import (
-    Function,
-    Scope,
-    bound_argument,
-    guarded,
-    parameter,
-    positional_index,
-    scoped_nodes,
-)
+from .scope import Function, Scope, guarded, scoped_nodes
 from .sources import Release
 
-_RECORDING = frozenset({"labels", "inc", "dec", "set", "observe", "info", "state", "time"})
 _MAX_EVENTS = 4
 
 
@@ -36,6 +28,7 @@ class Use:
     guards: tuple[str, ...]
     makes_child: bool
     func: Function | None = None
+    path: str = ""
 
 
 @dataclass(frozen=True)
@@ -45,6 +38,7 @@ class Lifecycle:
     kind: str
     event: str
     dead: bool = False
+    reach: frozenset[str] = frozenset()
 
 
 def _qualname(scope: Scope) -> str:
@@ -147,77 +141,8 @@ def uses(definition: Definition) -> list[Use]:
             if _matches(node, handle, scope, definition, makes_child=makes_child):
                 func = scope.funcs[-1] if scope.funcs else None
                 guards = _guards_of(scope, node)
-                found.append(Use(_qualname(scope), _top(scope), guards, makes_child, func))
+                found.append(Use(_qualname(scope), _top(scope), guards, makes_child, func, path))
     return found
-
-
-def _referenced(definition: Definition, name: str) -> bool:
-    """Whether anything but its own definition names a function (a call, a decorator...)."""
-    release = definition.scope.release
-    key = ("referenced", name)
-    if key not in release.memo:
-        used = re.compile(rf"(?<!def )\b{re.escape(name)}\b")
-        paths = [p for p in release.files_mentioning(name) if used.search(release.texts[p])]
-        release.memo[key] = any(_names(release, path, name) for path in paths)
-    return bool(release.memo[key])
-
-
-def _names(release: Release, path: str, name: str) -> bool:
-    tree = release.tree(path)
-    for node in ast.walk(tree) if tree else []:
-        if isinstance(node, ast.Name) and node.id == name:
-            return True
-        if isinstance(node, ast.Attribute) and node.attr == name:
-            return True
-    return False
-
-
-def _always_none(release: Release, use: Use) -> bool:
-    """A use under ``if arg is not None`` whose every caller passes ``arg=None``.
-
-    (Or omits it, its default being None): dead code in practice.
-    """
-    match = re.fullmatch(r"(\w+) is not None", use.guards[-1]) if use.guards else None
-    func = use.func
-    if match is None or func is None or parameter(func, match.group(1)) is None:
-        return False
-    param = match.group(1)
-    default = parameter(func, param)[1]  # type: ignore[index]
-    index = positional_index(func, param, skip_self=True)
-    calls = _calls_of(release, func.name)
-    if any(_unpacks(call) for call in calls):
-        return False
-    passed = [bound_argument(call, param, index) for call in calls]
-    return bool(calls) and all(_is_none(arg if arg is not None else default) for arg in passed)
-
-
-def _calls_of(release: Release, name: str) -> list[ast.Call]:
-    """Every call of a function or method called ``name`` in the release."""
-    key = ("calls", name)
-    if key not in release.memo:
-        release.memo[key] = [
-            node
-            for path in release.files_mentioning(f"{name}(")
-            for node in ast.walk(release.tree(path) or ast.Module([], []))
-            if isinstance(node, ast.Call) and _called(node) == name
-        ]
-    return release.memo[key]  # type: ignore[return-value]
-
-
-def _unpacks(call: ast.Call) -> bool:
-    """``f(*args)`` or ``f(**kwargs)``: what it binds is not known statically."""
-    starred = any(isinstance(arg, ast.Starred) for arg in call.args)
-    return starred or any(keyword.arg is None for keyword in call.keywords)
-
-
-def _called(call: ast.Call) -> str | None:
-    if isinstance(call.func, ast.Attribute):
-        return call.func.attr
-    return call.func.id if isinstance(call.func, ast.Name) else None
-
-
-def _is_none(node: ast.expr | None) -> bool:
-    return isinstance(node, ast.Constant) and node.value is None
 
 
 def _event(found: list[Use], owner: str | None) -> str:
@@ -238,7 +163,7 @@ def lifecycle(definition: Definition, labelled: bool) -> Lifecycle:
     """Start-up or lazy, from where the metric is defined and first touched."""
     home = definition.qualname
     top = definition.scope.funcs[0].name if definition.scope.funcs else ""
-    if top and definition.scope.cls is None and not _referenced(definition, top):
+    if top and definition.scope.cls is None and not referenced(definition.scope.release, top):
         return Lifecycle(
             "lazy", f"never: `{top}()` is not called anywhere in this release", dead=True
         )
@@ -250,10 +175,19 @@ def lifecycle(definition: Definition, labelled: bool) -> Lifecycle:
     live = [
         u
         for u in found
-        if not u.top or u.top == home.split(".")[-1] or _referenced(definition, u.top)
+        if not u.top or u.top == home.split(".")[-1] or referenced(definition.scope.release, u.top)
     ]
-    live = [u for u in live if not _always_none(definition.scope.release, u)]
+    live = [u for u in live if not always_none(definition.scope.release, u.func, u.guards)]
     if not live:
         return Lifecycle("lazy", "never: no code path in this release records a value", dead=True)
     owner = definition.scope.cls.name if definition.scope.cls else None
-    return Lifecycle("lazy", _event(live, owner))
+    return Lifecycle("lazy", _event(live, owner), reach=_reach(definition.scope.release, live))
+
+
+def _reach(release: Release, live: list[Use]) -> frozenset[str]:
+    """The modules that record values: a collector method's callers, else the use's own."""
+    paths: set[str] = set()
+    for use in live:
+        callers = {path for path, _ in calls_of(release, use.top)} if use.top else set()
+        paths |= callers or {use.path}
+    return frozenset(paths)
