@@ -19,6 +19,7 @@ from typing import Literal, overload
 import aiohttp
 
 from metricbridge.errors import ExpositionError, UpstreamError
+from metricbridge.exposition.caches import CodecCaches
 from metricbridge.exposition.reader import Exposition
 from metricbridge.exposition.writer import write_chunks, write_pieces
 from metricbridge.model.family import Format
@@ -76,6 +77,7 @@ class Snapshot:
     # Timed out at a deadline shorter than --upstream-timeout: one request's deadline, not a
     # verdict on the engine for requests that can wait longer (see Bridge.snapshot).
     cut_short: bool = False
+    caches: CodecCaches | None = None  # the bridge's, for writing the engine part
     _renders: dict[tuple[Format, bool], tuple[bytes, ...] | OpenGzip] = field(default_factory=dict)
 
     @overload
@@ -97,10 +99,11 @@ class Snapshot:
             families = self.translation.families if self.translation else ()
             # Compressed straight from the families' views: cutting them into pieces first
             # would copy the whole render for the compressor to read once (a 10 MB engine).
+            caches = self.caches
             part = (
-                open_gzip(write_chunks(families, fmt), self.gzip_level)
+                open_gzip(write_chunks(families, fmt, caches=caches), self.gzip_level)
                 if compressed
-                else tuple(write_pieces(families, fmt))
+                else tuple(write_pieces(families, fmt, caches=caches))
             )
             self._renders[key] = part
         return part
@@ -130,12 +133,21 @@ class Bridge:
         self._status: dict[str, str] = {}  # upstream label -> failure reason, "" when up
         self.state = SynthState()  # rates and idleness carried from fetch to fetch
         self.server_info: dict[str, object] | None = None  # kept fresh by a background poller
+        # What reading and writing remember from one fetch to the next; used on the event loop
+        # only (a name[] response, written in a thread, goes without).
+        self.caches = CodecCaches()
+        metrics.track_caches(self.caches)
 
     def replace_rules(self, rules: CompiledRules) -> None:
-        """Swap the rules; the next scrape fetches afresh so it is translated with them."""
+        """Swap the rules; the next scrape fetches afresh so it is translated with them.
+
+        The caches start empty too: what they hold was read, parsed and written for the old
+        rules (their HELP texts, the families they parse).
+        """
         self.rules = rules
         self._latest = None
         self.state = SynthState()
+        self.caches.reset()
 
     async def snapshot(self, timeout: float) -> Snapshot:
         """The latest snapshot if fresh, else the one being fetched, else a new fetch.
@@ -264,7 +276,12 @@ class Bridge:
                 if result.ok
             ]
             outcome = translate_upstreams(
-                parts, rules, self.state, now=loop.time(), server_info=self.server_info
+                parts,
+                rules,
+                self.state,
+                now=loop.time(),
+                server_info=self.server_info,
+                caches=self.caches,
             )
             translation = outcome.translation
             self.state = translation.state
@@ -283,7 +300,13 @@ class Bridge:
             result.reason == "timeout" for result in results
         )
         return Snapshot(
-            loop.time(), results, translation, self.settings.gzip_level, rules, cut_short
+            loop.time(),
+            results,
+            translation,
+            self.settings.gzip_level,
+            rules,
+            cut_short,
+            self.caches,
         )
 
     def age(self) -> float | None:
@@ -308,7 +331,7 @@ class Bridge:
         """Read one fetched body and record what the attempt came to."""
         upstream, metrics = attempt.upstream, self.metrics
         try:
-            exposition, size = _parse(attempt.outcome, rules)
+            exposition, size = _parse(attempt.outcome, rules, self.caches)
         except (UpstreamError, ExpositionError) as exc:
             reason = exc.reason if isinstance(exc, UpstreamError) else "malformed"
             metrics.upstream_duration.labels(upstream.label, "failed").observe(attempt.duration)
@@ -391,8 +414,10 @@ class Bridge:
         metrics.warm_zero_series.set(translation.warm_zero_series)
 
 
-def _parse(outcome: Fetched | UpstreamError, rules: CompiledRules) -> tuple[Exposition, int]:
+def _parse(
+    outcome: Fetched | UpstreamError, rules: CompiledRules, caches: CodecCaches
+) -> tuple[Exposition, int]:
     """The exposition of a fetched body and the body's size; raises what the fetch came to."""
     if isinstance(outcome, UpstreamError):
         raise outcome
-    return read_payload(outcome.body, outcome.format, rules), len(outcome.body)
+    return read_payload(outcome.body, outcome.format, rules, caches=caches), len(outcome.body)

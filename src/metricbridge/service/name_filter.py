@@ -44,8 +44,8 @@ def _picked(family: RawFamily, names: set[str]) -> tuple[Sample, ...]:
     checked), so the name is cut there, one set lookup per line: x_count is one line in 43 of a
     41-bucket histogram, and a thousand names cost no more than one.
     """
-    # Not parse_family: its cache of last parses would keep these samples for good, for a
-    # request that is rare.
+    # Not parse_family: it parses every line, where only the named ones are needed. No caches
+    # either: this runs in a thread, and the request is rare.
     picked: list[Sample] = []
     for number, line in enumerate(str(family.body, "utf-8").split("\n"), family.first_line):
         space, brace = line.find(" "), line.find("{")

@@ -16,18 +16,21 @@ Two kinds, because every /metrics response carries them and rendering the whole 
 from __future__ import annotations
 
 import platform
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
-import prometheus_client
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client.core import CounterMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, RestrictedRegistry
 
 from metricbridge import __version__
+from metricbridge.exposition.caches import CodecCaches
 from metricbridge.exposition.writer import label_set, write_header
+from metricbridge.model.cache import ByteLRU
 from metricbridge.model.family import FamilyMeta, Format, MetricType
 from metricbridge.model.family_names import TEXT_TYPES
 from metricbridge.model.numbers import format_value
+from metricbridge.service.connections import ConnectionLimit
 from metricbridge.service.gzip_framing import gzip_member
 from metricbridge.translation.idle import IdleState
 
@@ -79,17 +82,112 @@ class ScrapeCounter(Collector):
         yield self._family(samples=False)
 
 
+class _WithoutCreated(Collector):
+    """A metric as prometheus_client collects it, less its ``_created`` series.
+
+    They would double the family count and no dashboard reads them. prometheus_client's own
+    switch (``disable_created_metrics``) is process-wide: it would change every other registry
+    of an embedding process, so the series are left out here, per metric, instead.
+    """
+
+    def __init__(self, metric: Collector) -> None:
+        self._metric = metric
+
+    def collect(self) -> Iterator[Metric]:
+        """The metric's families (collected afresh each time) without ``<name>_created``."""
+        for family in self._metric.collect():
+            created = family.name + "_created"
+            family.samples = [sample for sample in family.samples if sample.name != created]
+            yield family
+
+    def describe(self) -> Iterable[Metric]:
+        """The metric's own description, so a restricted registry knows its names."""
+        describe = getattr(self._metric, "describe", None)
+        return describe() if describe is not None else ()
+
+
 class _Mirrored(CollectorRegistry):
-    """A registry whose collectors are registered in a second registry too."""
+    """A registry whose collectors are registered in a second registry too, without _created."""
 
     def __init__(self, also: CollectorRegistry) -> None:
         super().__init__(auto_describe=False)
         self._also = also
 
     def register(self, collector: Collector) -> None:
-        """Register in both."""
-        super().register(collector)
-        self._also.register(collector)
+        """Register in both (see ``_WithoutCreated``)."""
+        wrapped = _WithoutCreated(collector)
+        super().register(wrapped)
+        self._also.register(wrapped)
+
+
+class CacheMetrics(Collector):
+    """Each of the bridge's caches: what it holds, its budget, and how it has been used.
+
+    A settled family like the others: it serves the figures ``settle`` took at the latest
+    ``SelfMetrics.changed()`` (the end of the latest fetch; the engine part's writing counts
+    with the next one), never live ones, so the plain and the gzip render of one generation
+    agree byte for byte. Nothing until ``SelfMetrics.track_caches``.
+    """
+
+    _FIGURES = ("entries", "bytes", "budget", "hits", "misses", "evictions")
+
+    def __init__(self) -> None:
+        self.caches: tuple[ByteLRU[Any, Any], ...] = ()
+        self._figures: tuple[tuple[str, dict[str, float]], ...] = ()
+
+    def settle(self) -> None:
+        """Take the caches' figures as of now: what collect serves until the next call."""
+        self._figures = tuple(
+            (cache.name, {name: float(getattr(cache, name)) for name in self._FIGURES})
+            for cache in self.caches
+        )
+
+    def _families(self, *, samples: bool) -> Iterator[Metric]:
+        gauges = (
+            ("metricbridge_cache_entries", "Entries the cache holds.", "entries"),
+            (
+                "metricbridge_cache_bytes",
+                (
+                    "Bytes the cache holds (estimated: lengths of keys and values, plus a "
+                    "per-entry overhead)."
+                ),
+                "bytes",
+            ),
+            (
+                "metricbridge_cache_budget_bytes",
+                "The most bytes the cache holds; least recently used entries leave first.",
+                "budget",
+            ),
+        )
+        counters = (
+            ("metricbridge_cache_hits", "Lookups that found their entry.", "hits"),
+            ("metricbridge_cache_misses", "Lookups that did not.", "misses"),
+            (
+                "metricbridge_cache_evictions",
+                "Entries dropped to make room for newer ones.",
+                "evictions",
+            ),
+        )
+        figures = self._figures if samples else ()
+        for name, documentation, figure in gauges:
+            gauge = GaugeMetricFamily(name, documentation, labels=["cache"])
+            for cache, values in figures:
+                gauge.add_metric([cache], values[figure])
+            yield gauge
+        for name, documentation, figure in counters:
+            counter = CounterMetricFamily(name, documentation, labels=["cache"])
+            for cache, values in figures:
+                counter.add_metric([cache], values[figure])
+            yield counter
+
+    def collect(self) -> Iterator[Metric]:
+        """Every cache's figures as last settled; no families while there are no caches."""
+        if self._figures:
+            yield from self._families(samples=True)
+
+    def describe(self) -> Iterator[Metric]:
+        """The families' names and types, so a restricted registry knows which names it serves."""
+        yield from self._families(samples=False)
 
 
 class SelfMetrics:
@@ -100,9 +198,9 @@ class SelfMetrics:
     """
 
     def __init__(self) -> None:
-        # _created series would double the family count and no dashboard reads them.
-        prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
         self.registry = CollectorRegistry(auto_describe=False)
+        # Its own caches for writing these families, apart from the bridge's: few and stable.
+        self._codec = CodecCaches()
         # Every family but the per-scrape counters: what render_settled caches. Each metric
         # below is registered in both.
         registry = self._settled = _Mirrored(self.registry)
@@ -122,6 +220,10 @@ class SelfMetrics:
         )
         self.registry.register(self.scrapes)
         self.registry.register(self.coalesced)
+        # Open, refused and abandoned client connections: they move between fetches, so they
+        # are written per response with the per-scrape counters.
+        self.connections = ConnectionLimit()
+        self.registry.register(self.connections)
         self.gave_up = Counter(
             "metricbridge_scrapes_gave_up_total",
             "Requests whose own timeout ran out while the upstream fetch they joined was still "
@@ -187,6 +289,13 @@ class SelfMetrics:
             "1 if the last config load succeeded.",
             registry=registry,
         )
+        self._reloads_refused = Counter(
+            "metricbridge_reloads_refused",
+            "POST /-/reload requests refused, by reason (lifecycle_disabled: started without "
+            "--web.enable-lifecycle; too_frequent: sooner than a second after the last reload).",
+            ["reason"],
+            registry=registry,
+        )
         self.reload_timestamp = Gauge(
             "metricbridge_config_last_reload_success_timestamp_seconds",
             "Time of the last successful config load.",
@@ -226,6 +335,13 @@ class SelfMetrics:
             "1 if the last fetch of the engine's /server_info succeeded.",
             registry=None,
         )
+        self._server_info_failures = Counter(
+            "metricbridge_server_info_failures",
+            "Failed polls of the engine's /server_info, by reason (timeout, http, status, "
+            "not_found, too_large, malformed).",
+            ["reason"],
+            registry=None,
+        )
         build = Gauge(
             "metricbridge_build_info",
             "Build information; the value is always 1.",
@@ -233,11 +349,24 @@ class SelfMetrics:
             registry=registry,
         )
         build.labels(__version__, platform.python_version()).set(1)
+        self.cache_metrics = CacheMetrics()
+        registry.register(self.cache_metrics)
+
+    def track_caches(self, caches: Iterable[ByteLRU[Any, Any]]) -> None:
+        """Serve ``metricbridge_cache_*`` for these caches (the bridge's), instead of any before."""
+        self.cache_metrics.caches = tuple(caches)
+        self.changed()
 
     def changed(self) -> None:
         """Call after updating any metric but the per-scrape counters: the cached render is old."""
         self.generation += 1
         self._rendered.clear()
+        self.cache_metrics.settle()
+
+    def reload_refused(self, reason: str) -> None:
+        """Count a refused POST /-/reload."""
+        self._reloads_refused.labels(reason).inc()
+        self.changed()
 
     def config_loaded(self, *, ok: bool, at: float | None = None) -> None:
         """Record a config load: its outcome, and when it last succeeded."""
@@ -246,11 +375,14 @@ class SelfMetrics:
             self.reload_timestamp.set(at)
         self.changed()
 
-    def server_info_polled(self, *, ok: bool) -> None:
+    def server_info_polled(self, *, ok: bool, reason: str = "") -> None:
         """Record a /server_info poll; a poll that changes nothing keeps the cached render."""
-        if ok is not self._server_info_ok:
+        if not ok:
+            self._server_info_failures.labels(reason).inc()
+        if ok is not self._server_info_ok or not ok:
             if self._server_info_ok is None:
                 self._settled.register(self.server_info_up)
+                self._settled.register(self._server_info_failures)
             self._server_info_ok = ok
             self.server_info_up.set(1 if ok else 0)
             self.changed()
@@ -272,7 +404,8 @@ class SelfMetrics:
 
     def render_scrape_counters(self, fmt: Format) -> bytes:
         """The per-scrape counters in ``fmt``, as of now (microseconds, not prometheus_client)."""
-        return (self.scrapes.render(fmt) + self.coalesced.render(fmt)).encode()
+        counters = (self.scrapes.render(fmt) + self.coalesced.render(fmt)).encode()
+        return counters + self.connections.render(fmt)
 
     def render_settled(self, fmt: Format, *, gzip_level: int | None = None) -> bytes:
         """Every family but the per-scrape counters, ending a response (OpenMetrics: ``# EOF``).
@@ -284,7 +417,8 @@ class SelfMetrics:
         key = (fmt, gzip_level is not None)
         rendered = self._rendered.get(key)
         if rendered is None:
-            rendered = _generate(self._settled, fmt) + (_EOF if fmt is Format.OPENMETRICS else b"")
+            rendered = _generate(self._settled, fmt, self._codec)
+            rendered += _EOF if fmt is Format.OPENMETRICS else b""
             if gzip_level is not None:
                 rendered = gzip_member(rendered, gzip_level)
             self._rendered[key] = rendered
@@ -295,10 +429,13 @@ class SelfMetrics:
 
         The slow, uncached path: ``name[]`` requests and tests.
         """
-        return _generate(self.registry.restricted_registry(names) if names else self.registry, fmt)
+        registry = self.registry.restricted_registry(names) if names else self.registry
+        return _generate(registry, fmt, self._codec)
 
 
-def _generate(registry: CollectorRegistry | RestrictedRegistry, fmt: Format) -> bytes:
+def _generate(
+    registry: CollectorRegistry | RestrictedRegistry, fmt: Format, caches: CodecCaches
+) -> bytes:
     """The registry in ``fmt``, without ``# EOF``, in the bridge's own wire code.
 
     prometheus_client collects (its public API); the lines are written here, with the writer's
@@ -312,10 +449,13 @@ def _generate(registry: CollectorRegistry | RestrictedRegistry, fmt: Format) -> 
         name = metric.name + "_total" if mtype is MetricType.COUNTER else metric.name
         chunks.append(
             write_header(
-                FamilyMeta(name, mtype, metric.documentation, metric.unit or None), fmt
+                FamilyMeta(name, mtype, metric.documentation, metric.unit or None),
+                fmt,
+                caches=caches,
             ).decode()
         )
         for sample in metric.samples:
-            labels = label_set(tuple(sorted(sample.labels.items()))) if sample.labels else ""
+            pairs = tuple(sorted(sample.labels.items()))
+            labels = label_set(pairs, caches=caches) if sample.labels else ""
             chunks.append(f"{sample.name}{labels} {format_value(sample.value)}\n")
     return "".join(chunks).encode()
