@@ -68,7 +68,11 @@ def main(argv: list[str] | None = None) -> int:
     if not versions:
         _parser().error("name at least one release, or pass --all")
     for version in versions:
-        target = _one(version, args.from_dir, args.out_dir)
+        try:
+            target = _one(version, args.from_dir, args.out_dir)
+        except RuntimeError as error:
+            sys.stderr.write(f"extract_sglang_catalogue: {error}\n")
+            return 1
         sys.stdout.write(f"sglang {version}: {target.name}\n")
     return 0
 

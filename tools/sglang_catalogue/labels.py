@@ -7,14 +7,14 @@ dict is built (and grown under flags).
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
 from . import scope as sc
+from .calls import call_sites
 from .evaluate import Evaluator, Unresolved, self_attribute
 from .scope import Function, Scope
-from .sources import is_test_path
 
 _MAX_DEPTH = 24
 _T = TypeVar("_T")
@@ -277,51 +277,3 @@ def _function(scope: Scope, name: str) -> tuple[Function, Scope] | None:
             if isinstance(stmt, ast.FunctionDef) and stmt.name == real:
                 return stmt, Scope(scope.release, path)
     return None
-
-
-def call_sites(scope: Scope, func: Function, param: str) -> Iterator[tuple[ast.expr | None, Scope]]:
-    """The argument bound to ``param`` at each place the function (or class) is called."""
-    is_init = func.name == "__init__" and scope.cls is not None
-    callee = scope.cls.name if is_init and scope.cls else func.name
-    index = sc.positional_index(func, param, skip_self=is_init or scope.cls is not None)
-    for path in scope.release.files_mentioning(callee):
-        if is_test_path(path):
-            continue
-        aliases = {callee, *_factory_aliases(scope.release.tree(path), callee)}
-        for node, site in sc.scoped_nodes(scope.release, path):
-            if isinstance(node, ast.Call) and _callee_name(node) in aliases:
-                yield sc.bound_argument(node, param, index), site
-        if is_init and path == scope.path:
-            yield from _cls_calls(scope, param, index)
-
-
-def _cls_calls(
-    scope: Scope, param: str, index: int | None
-) -> Iterator[tuple[ast.expr | None, Scope]]:
-    """``cls(...)`` in the class's own classmethods, also through ``x = factory(role, cls)``."""
-    cls = scope.cls
-    for stmt in cls.body if cls else []:
-        if not isinstance(stmt, ast.FunctionDef) or stmt.name == "__init__":
-            continue
-        aliases = {"cls", *_factory_aliases(stmt, "cls")}
-        for node in ast.walk(stmt):
-            if isinstance(node, ast.Call) and _callee_name(node) in aliases:
-                site = Scope(scope.release, scope.path, cls, (stmt,), node.lineno)
-                yield sc.bound_argument(node, param, index), site
-
-
-def _factory_aliases(tree: ast.AST | None, callee: str) -> set[str]:
-    """Variables assigned from a call that takes the class (``resolve_collector_class(R, C)``)."""
-    aliases: set[str] = set()
-    for node in ast.walk(tree) if tree else []:
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
-            passed = [a for a in node.value.args if isinstance(a, ast.Name)]
-            if any(a.id == callee for a in passed):
-                aliases.update(t.id for t in node.targets if isinstance(t, ast.Name))
-    return aliases
-
-
-def _callee_name(call: ast.Call) -> str | None:
-    if isinstance(call.func, ast.Name):
-        return call.func.id
-    return call.func.attr if isinstance(call.func, ast.Attribute) else None

@@ -84,7 +84,10 @@ def download(version: str, directory: Path) -> Path:
 def find_archive(where: Path, version: str) -> Path | None:
     """The wheel (preferred) or sdist of ``version`` at ``where`` (a file or a directory)."""
     if where.is_file():
-        return where
+        ours = (
+            where.name.startswith(f"sglang-{version}-") or where.name == f"sglang-{version}.tar.gz"
+        )
+        return where if ours else None
     candidates = sorted(where.glob(f"sglang-{version}-*.whl")) + sorted(
         where.glob(f"sglang-{version}.tar.gz")
     )
