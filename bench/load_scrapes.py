@@ -1,4 +1,4 @@
-"""Bounded load test (issue 7): hundreds of concurrent scrapers, one bridge, a 1 MB engine.
+"""Bounded load test: hundreds of concurrent scrapers, one bridge, a 1 MB engine.
 
     python bench/load_scrapes.py [--scrapers 400] [--seconds 20] [--cache-ttl 1] [--client wrk]
 

@@ -21,6 +21,7 @@ SERVER_INFO_PATHS = ("/server_info", "/get_server_info")  # the latter for older
 SERVER_INFO_PERIOD = 60.0
 # SGLang's answer is a few KiB of server arguments; anything near this is not one.
 SERVER_INFO_MAX_BYTES = 1 << 20
+_UNREACHABLE = frozenset({"http", "timeout"})  # failure reasons that mean the engine is away
 
 
 def server_info_urls(upstream: Upstream) -> list[str]:
@@ -98,7 +99,10 @@ async def poll_server_info(
             info = await fetch_server_info(bridge.session, urls, timeout)
         except UpstreamError as exc:
             bridge.metrics.server_info_polled(ok=False, reason=exc.reason)
-            level = logging.DEBUG if exc.reason == previous else logging.WARNING
+            # An unreachable engine is already logged by the /metrics fetch; what only this
+            # endpoint can get wrong is logged when it starts, at warning.
+            news = exc.reason != previous and exc.reason not in _UNREACHABLE
+            level = logging.WARNING if news else logging.DEBUG
             log.log(level, "server_info %s: %s (%s)", shown, exc, exc.reason)
             previous = exc.reason
         else:
