@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import importlib
+import io
 import json
 import sys
+import tarfile
 import textwrap
+import zipfile
 from pathlib import Path
 
 import pytest
+
+from metricbridge.engines.model import catalogue_from_json
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 build = importlib.import_module("sglang_catalogue.catalogue").build
@@ -16,6 +21,7 @@ releases = importlib.import_module("sglang_catalogue.releases")
 Release = importlib.import_module("sglang_catalogue.sources").Release
 dumps = importlib.import_module("sglang_catalogue.writer").dumps
 policy, version_key = releases.policy, releases.version_key
+cli = importlib.import_module("extract_sglang_catalogue")
 
 COLLECTOR = """
 from prometheus_client import Counter as _PromCounter
@@ -245,3 +251,45 @@ def test_writer_is_stable_sorted_json():
     assert text.index('"a"') < text.index('"b"')
     assert "[1, 2]" in text
     assert dumps(json.loads(text)) == text
+
+
+def _archives(tmp_path: Path) -> tuple[Path, Path]:
+    wheel = tmp_path / "sglang-9.9.9-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr("sglang/srt/observability/toy.py", textwrap.dedent(COLLECTOR))
+        archive.writestr("sglang/srt/managers/scheduler.py", textwrap.dedent(SCHEDULER))
+        archive.writestr("sglang-9.9.9.dist-info/METADATA", "Name: sglang\n")
+    sdist = tmp_path / "sglang-9.9.9.tar.gz"
+    with tarfile.open(sdist, "w:gz") as archive:
+        for path, text in [
+            ("observability/toy.py", COLLECTOR),
+            ("managers/scheduler.py", SCHEDULER),
+        ]:
+            data = textwrap.dedent(text).encode()
+            info = tarfile.TarInfo(f"sglang-9.9.9/sglang/srt/{path}")
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return wheel, sdist
+
+
+def test_command_line_writes_a_loadable_catalogue(tmp_path):
+    wheel, sdist = _archives(tmp_path)
+    out = tmp_path / "out"
+    assert cli.main(["--from-dir", str(wheel), "9.9.9", "--out-dir", str(out)]) == 0
+    from_wheel = json.loads((out / "sglang-9.9.9.json").read_text(encoding="utf-8"))
+    catalogue = catalogue_from_json(from_wheel)
+    assert catalogue.version == "9.9.9"
+    assert catalogue.archive == wheel.name
+    family = catalogue.get("sglang:requests")
+    assert family is not None
+    assert family.labels == ("model_name", "tp_rank", "code")
+    assert [o.name for o in family.optional_labels] == ["dp_rank"]
+    assert cli.main(["--from-dir", str(sdist), "9.9.9", "--out-dir", str(out)]) == 0
+    from_sdist = json.loads((out / "sglang-9.9.9.json").read_text(encoding="utf-8"))
+    assert from_sdist["families"] == from_wheel["families"]
+
+
+def test_command_line_refuses_another_release_s_archive(tmp_path, capsys):
+    wheel, _ = _archives(tmp_path)
+    assert cli.main(["--from-dir", str(wheel), "9.9.8", "--out-dir", str(tmp_path)]) == 1
+    assert "no sglang 9.9.8 wheel or sdist" in capsys.readouterr().err
