@@ -2,7 +2,7 @@
 
 The metric families each SGLang release defines, read statically from that release's source
 (``tools/extract_sglang_catalogue.py``) and shipped as JSON in ``metricbridge/data/engines``. Pure:
-the standard library only, no I/O but reading the packaged files.
+the standard library and ``metricbridge.errors`` only, no I/O but reading the packaged files.
 """
 
 from __future__ import annotations
