@@ -9,6 +9,8 @@ series is left out rather than served as a made-up 0.
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -121,7 +123,12 @@ def _server_value(operand: Operand, server_info: Mapping[str, object] | None) ->
             raw = states[0].get(operand.server_info)
     if isinstance(raw, bool) or not isinstance(raw, int | float):
         return None
-    value = float(raw)
+    try:
+        value = float(raw)
+    except OverflowError:  # an integer beyond any float: JSON allows it, no engine means it
+        return None
+    if not math.isfinite(value):  # NaN or 1e999 from an engine's JSON: no usable number
+        return None
     dp_size = server_info.get("dp_size")
     if (
         operand.per_dp_worker
