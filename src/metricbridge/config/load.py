@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
-from collections.abc import Callable
+from collections.abc import Mapping
 from enum import StrEnum
 from importlib import resources
 from pathlib import Path
@@ -26,11 +27,15 @@ from metricbridge.config.schema import (
 from metricbridge.config.synthesis import (
     IdleConfig,
     NamingConfig,
+    frozen_map,
+    label_map,
     parse_derive,
     parse_idle,
     parse_naming,
 )
 from metricbridge.config.yaml_nodes import (
+    Entries,
+    Fields,
     Issues,
     boolean,
     compose,
@@ -38,12 +43,11 @@ from metricbridge.config.yaml_nodes import (
     number,
     sequence,
     string,
-    string_map,
     strings,
 )
 from metricbridge.errors import ConfigError, ConfigIssue
 from metricbridge.model.family import MetricType, Verify
-from metricbridge.model.names import LABEL_NAME, METRIC_NAME
+from metricbridge.model.names import METRIC_NAME
 
 DEFAULT_CONFIG_NAME = "aliases.yaml"
 _TEMPLATE_FIELD = re.compile(r"\{([a-z_]+)\}")
@@ -71,74 +75,110 @@ def _enum(kind: type[_E], node: yaml.Node, path: str, issues: Issues) -> _E | No
         return None
 
 
+def _action(node: yaml.Node, path: str, issues: Issues) -> RelabelAction | None:
+    return _enum(RelabelAction, node, path, issues)
+
+
+_NO_STEP = RelabelConfig(line=0)  # the defaults, declared once in the dataclass
+
+
 def _relabel(node: yaml.Node, path: str, issues: Issues) -> RelabelConfig | None:
-    entries = mapping(node, path, issues, _RELABEL_KEYS)
-    values: dict[str, object] = {}
-    for key, (_, value_node) in entries.items():
-        sub = f"{path}.{key}"
-        if key == "action":
-            values[key] = _enum(RelabelAction, value_node, sub, issues)
-        elif key == "source_labels":
-            values[key] = strings(value_node, sub, issues)
-        else:
-            values[key] = string(value_node, sub, issues)
-    if any(value is None for value in values.values()):
-        return None
-    return RelabelConfig(line=node.start_mark.line + 1, **values)  # type: ignore[arg-type]
+    fields, no = Fields(mapping(node, path, issues, _RELABEL_KEYS), path, issues), _NO_STEP
+    step = RelabelConfig(
+        line=node.start_mark.line + 1,
+        action=fields.get("action", _action, no.action),
+        source_labels=fields.get("source_labels", strings, no.source_labels),
+        separator=fields.get("separator", string, no.separator),
+        regex=fields.get("regex", string, no.regex),
+        target_label=fields.get("target_label", string, no.target_label),
+        replacement=fields.get("replacement", string, no.replacement),
+    )
+    return step if fields.done() else None
+
+
+def _relabel_steps(node: yaml.Node, path: str, issues: Issues) -> tuple[RelabelConfig, ...] | None:
+    """Every step (each one's issues recorded), or None if any step was refused."""
+    steps = [
+        _relabel(item, f"{path}[{i}]", issues)
+        for i, item in enumerate(sequence(node, path, issues))
+    ]
+    read = tuple(step for step in steps if step is not None)
+    return read if len(read) == len(steps) else None
+
+
+def _value_lists(node: yaml.Node, path: str, issues: Issues) -> Mapping[str, tuple[str, ...]]:
+    return frozen_map(
+        {
+            label: strings(values, f"{path}.{label}", issues)
+            for label, (_, values) in mapping(node, path, issues).items()
+        }
+    )
+
+
+def _bounds(node: yaml.Node, path: str, issues: Issues) -> tuple[float, ...]:
+    bounds = (
+        number(item, f"{path}[{i}]", issues) for i, item in enumerate(sequence(node, path, issues))
+    )
+    return tuple(bound for bound in bounds if bound is not None)
+
+
+_NO_WARM = WarmZero()  # the defaults, declared once in the dataclass
 
 
 def _warm_zero(node: yaml.Node, path: str, issues: Issues) -> WarmZero | None:
-    entries = mapping(node, path, issues, _WARM_KEYS)
-    out: dict[str, object] = {}
-    for key, (_, value_node) in entries.items():
-        sub = f"{path}.{key}"
-        if key == "labels_from":
-            out[key] = string(value_node, sub, issues)
-        elif key in ("keep_labels", "drop_labels"):
-            out[key] = strings(value_node, sub, issues)
-        elif key in ("defaults", "set"):
-            out[key] = string_map(value_node, sub, issues, key_pattern=LABEL_NAME)
-        elif key == "values":
-            out[key] = {
-                label: strings(values, f"{sub}.{label}", issues)
-                for label, (_, values) in mapping(value_node, sub, issues).items()
-            }
-        else:
-            bounds = (
-                number(item, f"{sub}[{i}]", issues)
-                for i, item in enumerate(sequence(value_node, sub, issues))
-            )
-            out[key] = tuple(bound for bound in bounds if bound is not None)
-    return WarmZero(**out)  # type: ignore[arg-type]
+    """A warm-zero block; a refused value leaves its default (its issue fails the load)."""
+    fields, no = Fields(mapping(node, path, issues, _WARM_KEYS), path, issues), _NO_WARM
+    warm = WarmZero(
+        labels_from=fields.get("labels_from", string, no.labels_from),
+        keep_labels=fields.get("keep_labels", strings, no.keep_labels),
+        drop_labels=fields.get("drop_labels", strings, no.drop_labels),
+        defaults=fields.get("defaults", label_map, no.defaults),
+        values=fields.get("values", _value_lists, no.values),
+        set=fields.get("set", label_map, no.set),
+        buckets=fields.get("buckets", _bounds, no.buckets),
+    )
+    fields.done()
+    return warm
 
 
-_Reader = Callable[[yaml.Node, str, Issues], object]
-_RULE_READERS: dict[str, _Reader] = {
-    "disposition": lambda node, path, issues: _enum(Disposition, node, path, issues),
-    "type": lambda node, path, issues: _enum(MetricType, node, path, issues),
-    "idle": lambda node, path, issues: _enum(IdlePolicy, node, path, issues),
-    "keep_source": boolean,
-    "factor": number,
-    "match": lambda node, path, issues: string_map(node, path, issues, key_pattern=LABEL_NAME),
-    "relabel": lambda node, path, issues: tuple(
-        _relabel(item, f"{path}[{i}]", issues)
-        for i, item in enumerate(sequence(node, path, issues))
-    ),
-    "branches": strings,
-    "warm_zero": _warm_zero,
-    "derive": parse_derive,
-}
+def _disposition(node: yaml.Node, path: str, issues: Issues) -> Disposition | None:
+    return _enum(Disposition, node, path, issues)
 
 
-def _rule_fields(
-    entries: dict[str, tuple[yaml.Node, yaml.Node]], path: str, issues: Issues
-) -> dict[str, object]:
-    """Each field read by its own reader; strings (source, help, unit, note) by default."""
-    return {
-        key: _RULE_READERS.get(key, string)(value_node, f"{path}.{key}", issues)
-        for key, (_, value_node) in entries.items()
-        if key != "template"
-    }
+def _type(node: yaml.Node, path: str, issues: Issues) -> MetricType | None:
+    return _enum(MetricType, node, path, issues)
+
+
+def _idle(node: yaml.Node, path: str, issues: Issues) -> IdlePolicy | None:
+    return _enum(IdlePolicy, node, path, issues)
+
+
+_NO_RULE = FamilyRule(name="", line=0, disposition=Disposition.NATIVE)  # the defaults
+
+
+def _rule(name: str, line: int, entries: Entries, path: str, issues: Issues) -> FamilyRule | None:
+    """The row's rule (``template`` is read by ``_expand``), or None if a value was refused."""
+    fields, no = Fields(entries, path, issues), _NO_RULE
+    disposition = fields.get("disposition", _disposition, None)  # required: no default
+    rule = FamilyRule(
+        name=name,
+        line=line,
+        disposition=no.disposition if disposition is None else disposition,
+        type=fields.get("type", _type, no.type),
+        source=fields.get("source", string, no.source),
+        keep_source=fields.get("keep_source", boolean, no.keep_source),
+        factor=fields.get("factor", number, no.factor),
+        match=fields.get("match", label_map, no.match),
+        relabel=fields.get("relabel", _relabel_steps, no.relabel),
+        help=fields.get("help", string, no.help),
+        unit=fields.get("unit", string, no.unit),
+        note=fields.get("note", string, no.note),
+        branches=fields.get("branches", strings, no.branches),
+        warm_zero=fields.get("warm_zero", _warm_zero, no.warm_zero),
+        idle=fields.get("idle", _idle, no.idle),
+        derive=fields.get("derive", parse_derive, no.derive),
+    )
+    return rule if fields.done() and disposition is not None else None
 
 
 def _expand(
@@ -181,16 +221,16 @@ def _families(node: yaml.Node, issues: Issues) -> list[FamilyRule]:
     for name, (key_node, value_node) in mapping(node, "families", issues).items():
         path = f"families.{name}"
         entries = mapping(value_node, path, issues, _RULE_KEYS)
-        fields = _rule_fields(entries, path, issues)
+        rule = _rule(name, key_node.start_mark.line + 1, entries, path, issues)
         if "disposition" not in entries:
             issues.add(key_node, path, "missing required field 'disposition'")
-        if any(value is None for value in fields.values()) or "disposition" not in fields:
+        if rule is None:
             continue
         for concrete in _expand(name, key_node, entries, path, issues):
             if not METRIC_NAME.fullmatch(concrete):
                 issues.add(key_node, path, f"invalid metric family name {concrete!r}")
                 continue
-            rules.append(FamilyRule(name=concrete, line=key_node.start_mark.line + 1, **fields))  # type: ignore[arg-type]
+            rules.append(dataclasses.replace(rule, name=concrete))
     return rules
 
 

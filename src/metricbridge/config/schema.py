@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -13,6 +14,7 @@ from metricbridge.config.synthesis import (
     Derive,
     IdleConfig,
     NamingConfig,
+    frozen_map,
 )
 from metricbridge.model.family import MetricType, Verify
 
@@ -69,9 +71,10 @@ class WarmZero:
     labels_from: str | None = None  # a family present from start-up whose label sets are inherited
     keep_labels: tuple[str, ...] | None = None  # inherit only these labels
     drop_labels: tuple[str, ...] = ()
-    defaults: dict[str, str] = field(default_factory=dict)  # when the reference lacks the label
-    values: dict[str, tuple[str, ...]] = field(default_factory=dict)  # one series per value
-    set: dict[str, str] = field(default_factory=dict)  # fixed label values
+    # Read-only mappings (types.MappingProxyType, see frozen_map): a frozen rule holds no dict.
+    defaults: Mapping[str, str] = field(default_factory=frozen_map)  # when the reference lacks it
+    values: Mapping[str, tuple[str, ...]] = field(default_factory=frozen_map)  # a series per value
+    set: Mapping[str, str] = field(default_factory=frozen_map)  # fixed label values
     buckets: tuple[float, ...] | None = None  # histogram bucket bounds, +Inf implied
 
 
@@ -86,7 +89,7 @@ class FamilyRule:
     source: str | None = None
     keep_source: bool = True
     factor: float | None = None
-    match: dict[str, str] = field(default_factory=dict)
+    match: Mapping[str, str] = field(default_factory=frozen_map)  # types.MappingProxyType
     relabel: tuple[RelabelConfig, ...] = ()
     help: str | None = None
     unit: str | None = None

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from types import MappingProxyType
+from typing import TypeVar
 
 import yaml
 
 from metricbridge.config.yaml_nodes import (
     Entries,
+    Fields,
     Issues,
     boolean,
     mapping,
@@ -21,6 +25,22 @@ from metricbridge.config.yaml_nodes import (
 from metricbridge.model.names import LABEL_NAME, METRIC_NAME
 
 _FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+def frozen_map(items: Mapping[_K, _V] | None = None) -> Mapping[_K, _V]:
+    """A read-only copy of ``items``: how a frozen config object holds a mapping.
+
+    A ``types.MappingProxyType`` over a dict of its own, so nobody can change the mapping behind
+    the frozen object (a tuple of pairs would do too, but rules compare and read these as dicts).
+    """
+    return MappingProxyType(dict(items or {}))
+
+
+def label_map(node: yaml.Node, path: str, issues: Issues) -> Mapping[str, str]:
+    """A read-only mapping of label names to values (``match``, warm-zero ``set``, ...)."""
+    return frozen_map(string_map(node, path, issues, key_pattern=LABEL_NAME))
 
 
 class DeriveOp(StrEnum):
@@ -37,7 +57,7 @@ class Operand:
     """A family's series (optionally filtered by ``match``) or a /server_info field."""
 
     family: str | None = None
-    match: dict[str, str] = field(default_factory=dict)
+    match: Mapping[str, str] = field(default_factory=frozen_map)  # types.MappingProxyType
     server_info: str | None = None
     per_dp_worker: bool = False  # divide the field by dp_size under DP attention, as SGLang does
 
@@ -96,20 +116,27 @@ _DERIVE_NEEDS: dict[DeriveOp, tuple[set[str], set[str]]] = {
 }
 
 
+# Whether each op reads a family (True) or a /server_info field (False) on each side; a ratio's
+# denominator may be either. The other kind could never give a value, so it is refused at load.
+_READS_FAMILY: dict[DeriveOp, dict[str, bool]] = {
+    DeriveOp.RATIO_OF_DELTAS: {"numerator": True, "denominator": True},
+    DeriveOp.RATIO: {"numerator": True},
+    DeriveOp.SERVER_INFO: {"numerator": False},
+    DeriveOp.SHARE_ZERO: {"numerator": True},
+}
+_NO_OPERAND = Operand()  # the defaults, declared once in the dataclass
+
+
 def _operand(node: yaml.Node, path: str, issues: Issues) -> Operand | None:
-    entries = mapping(node, path, issues, _OPERAND_KEYS)
-    values: dict[str, object] = {}
-    for key, (_, value) in entries.items():
-        sub = f"{path}.{key}"
-        if key == "match":
-            values[key] = string_map(value, sub, issues, key_pattern=LABEL_NAME)
-        elif key == "per_dp_worker":
-            values[key] = boolean(value, sub, issues)
-        else:
-            values[key] = string(value, sub, issues)
-    if any(v is None for v in values.values()):
+    fields, no = Fields(mapping(node, path, issues, _OPERAND_KEYS), path, issues), _NO_OPERAND
+    operand = Operand(
+        family=fields.get("family", string, no.family),
+        match=fields.get("match", label_map, no.match),
+        server_info=fields.get("server_info", string, no.server_info),
+        per_dp_worker=fields.get("per_dp_worker", boolean, no.per_dp_worker),
+    )
+    if not fields.done():
         return None
-    operand = Operand(**values)  # type: ignore[arg-type]
     if (operand.family is None) == (operand.server_info is None):
         issues.add(node, path, "give exactly one of 'family' or 'server_info'")
     elif operand.family is not None and not METRIC_NAME.fullmatch(operand.family):
@@ -119,15 +146,8 @@ def _operand(node: yaml.Node, path: str, issues: Issues) -> Operand | None:
     return operand
 
 
-_DERIVE_READERS = {
-    "numerator": _operand,
-    "denominator": _operand,
-    "by": strings,
-    "drop_labels": strings,
-    "minimum": number,
-    "labels_from": string,
-}
 _OPS = "|".join(op.value for op in DeriveOp)
+_NO_DERIVE = Derive(DeriveOp.RATIO)  # the defaults, declared once in the dataclass
 
 
 def _derive_op(node: yaml.Node, entries: Entries, path: str, issues: Issues) -> DeriveOp | None:
@@ -154,51 +174,88 @@ def parse_derive(node: yaml.Node, path: str, issues: Issues) -> Derive | None:
         issues.add(node, path, f"missing required field '{key}' while op is {op}")
     for key in sorted(refuses & entries.keys()):
         issues.add(entries[key][0], f"{path}.{key}", f"does not apply to op {op}")
-    values: dict[str, object] = {
-        key: _DERIVE_READERS[key](value, f"{path}.{key}", issues)
-        for key, (_, value) in entries.items()
-        if key != "op"
-    }
-    if any(v is None for v in values.values()):
+    fields, no = Fields(entries, path, issues), _NO_DERIVE
+    derive = Derive(
+        op=op,
+        numerator=fields.get("numerator", _operand, no.numerator),
+        denominator=fields.get("denominator", _operand, no.denominator),
+        by=fields.get("by", strings, no.by),
+        minimum=fields.get("minimum", number, no.minimum),
+        labels_from=fields.get("labels_from", string, no.labels_from),
+        drop_labels=fields.get("drop_labels", strings, no.drop_labels),
+    )
+    if not fields.done():
         return None
-    return Derive(op=op, **values)  # type: ignore[arg-type]
+    for side, operand in (("numerator", derive.numerator), ("denominator", derive.denominator)):
+        if (problem := _check_operand_kind(op, side, operand)) is not None:
+            issues.add(entries[side][1], f"{path}.{side}", problem)
+    return derive
+
+
+def _check_operand_kind(op: DeriveOp, side: str, operand: Operand | None) -> str | None:
+    """Why ``operand`` cannot be the op's ``side``, if it cannot."""
+    reads_family = _READS_FAMILY[op].get(side)
+    if operand is None or reads_family is None:
+        return None
+    has_family, has_field = operand.family is not None, operand.server_info is not None
+    if has_family in (has_field, reads_family):
+        return None  # _operand refused it already (neither or both kinds), or it is right
+    if reads_family:
+        return f"op {op} reads a family here, not a /server_info field"
+    return f"op {op} reads a /server_info field here, not a family"
+
+
+_NO_IDLE = IdleConfig()
+
+
+def _seconds(node: yaml.Node, path: str, issues: Issues) -> float | None:
+    seconds = number(node, path, issues)
+    if seconds is not None and seconds <= 0:
+        issues.add(node, path, "must be positive")
+    return seconds
+
+
+def _family_names(node: yaml.Node, path: str, issues: Issues) -> tuple[str, ...]:
+    names = strings(node, path, issues)
+    for name in names:
+        if not METRIC_NAME.fullmatch(name):
+            issues.add(node, path, f"invalid metric family name {name!r}")
+    return names
 
 
 def parse_idle(node: yaml.Node, issues: Issues) -> IdleConfig:
-    """Read the top-level ``idle`` section."""
-    values: dict[str, object] = {}
-    for key, (_, value) in mapping(node, "idle", issues, _IDLE_KEYS).items():
-        sub = f"idle.{key}"
-        if key == "enabled":
-            values[key] = boolean(value, sub, issues)
-        elif key in ("after_seconds", "heartbeat_seconds"):
-            seconds = number(value, sub, issues)
-            if seconds is not None and seconds <= 0:
-                issues.add(value, sub, "must be positive")
-            values[key] = seconds
-        else:
-            names = strings(value, sub, issues)
-            for name in names:
-                if not METRIC_NAME.fullmatch(name):
-                    issues.add(value, sub, f"invalid metric family name {name!r}")
-            values[key] = names
-    clean = {k: v for k, v in values.items() if v is not None}
-    return IdleConfig(**clean)  # type: ignore[arg-type]
+    """Read the top-level ``idle`` section (a refused value leaves its default: issue recorded)."""
+    fields, no = Fields(mapping(node, "idle", issues, _IDLE_KEYS), "idle", issues), _NO_IDLE
+    idle = IdleConfig(
+        enabled=fields.get("enabled", boolean, no.enabled),
+        after_seconds=fields.get("after_seconds", _seconds, no.after_seconds),
+        heartbeat_seconds=fields.get("heartbeat_seconds", _seconds, no.heartbeat_seconds),
+        when_zero=fields.get("when_zero", _family_names, no.when_zero),
+        when_flat=fields.get("when_flat", _family_names, no.when_flat),
+        zero=fields.get("zero", _family_names, no.zero),
+    )
+    fields.done()
+    return idle
 
 
 _NAMING_KEYS = {"prefix", "restore_escaped", "also_serve_escaped"}
+_NO_NAMING = NamingConfig()
+
+
+def _prefix(node: yaml.Node, path: str, issues: Issues) -> str | None:
+    prefix = string(node, path, issues)
+    if prefix is not None and not METRIC_NAME.fullmatch(prefix + "x"):
+        issues.add(node, path, f"invalid metric name prefix {prefix!r}")
+    return prefix
 
 
 def parse_naming(node: yaml.Node, issues: Issues) -> NamingConfig:
-    """Read the top-level ``naming`` section."""
-    values: dict[str, object] = {}
-    for key, (_, value) in mapping(node, "naming", issues, _NAMING_KEYS).items():
-        sub = f"naming.{key}"
-        if key == "prefix":
-            prefix = string(value, sub, issues)
-            if prefix is not None and not METRIC_NAME.fullmatch(prefix + "x"):
-                issues.add(value, sub, f"invalid metric name prefix {prefix!r}")
-            values[key] = prefix
-        else:
-            values[key] = boolean(value, sub, issues)
-    return NamingConfig(**{k: v for k, v in values.items() if v is not None})  # type: ignore[arg-type]
+    """Read the top-level ``naming`` section (a refused value leaves its default)."""
+    fields, no = Fields(mapping(node, "naming", issues, _NAMING_KEYS), "naming", issues), _NO_NAMING
+    naming = NamingConfig(
+        prefix=fields.get("prefix", _prefix, no.prefix),
+        restore_escaped=fields.get("restore_escaped", boolean, no.restore_escaped),
+        also_serve_escaped=fields.get("also_serve_escaped", boolean, no.also_serve_escaped),
+    )
+    fields.done()
+    return naming

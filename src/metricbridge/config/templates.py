@@ -36,3 +36,55 @@ def compile_template(template: str, pattern: re.Pattern[str]) -> str:
             raise TemplateError(f"refers to group {ref!r}, which the regex does not define")
     out.append(template[last:].replace("\\", "\\\\"))
     return "".join(out)
+
+
+# A template as parts: literal text, or the number of the regex group whose match goes there.
+Expansion = tuple[str | int, ...]
+
+
+def template_parts(template: str, pattern: re.Pattern[str]) -> Expansion:
+    """``template`` parsed once into what ``expand`` joins (errors as ``compile_template``).
+
+    ``re.Match.expand`` parses its template on every call (Python 3.11); the relabel hot path
+    expands one per series, so it keeps the parts instead. Adjacent literals are one part.
+    """
+    parts: list[str | int] = []
+
+    def literal(text: str) -> None:
+        if not text:
+            return
+        if parts and isinstance(parts[-1], str):
+            parts[-1] += text
+        else:
+            parts.append(text)
+
+    last = 0
+    for match in _REFERENCE.finditer(template):
+        literal(template[last : match.start()])
+        last = match.end()
+        if match.group() == "$$":
+            literal("$")
+            continue
+        ref = match.group(1) or match.group(2) or match.group(3)
+        if ref.isdigit():
+            if int(ref) > pattern.groups:
+                raise TemplateError(
+                    f"refers to group ${ref}, but the regex has {pattern.groups} group(s)"
+                )
+            parts.append(int(ref))
+        elif ref in pattern.groupindex:
+            parts.append(pattern.groupindex[ref])
+        else:
+            raise TemplateError(f"refers to group {ref!r}, which the regex does not define")
+    literal(template[last:])
+    return tuple(parts)
+
+
+def expand(parts: Expansion, hit: re.Match[str]) -> str:
+    """What ``hit.expand`` gives for the template that ``parts`` came from.
+
+    A group that took no part in the match inserts "", as ``re`` does.
+    """
+    if len(parts) == 1 and isinstance(literal := parts[0], str):
+        return literal
+    return "".join(part if isinstance(part, str) else (hit.group(part) or "") for part in parts)

@@ -9,8 +9,9 @@ from __future__ import annotations
 import difflib
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import yaml
 
@@ -77,6 +78,43 @@ _LINE_BREAK = re.compile("\r\n|[\r\n\x85\u2028\u2029]")
 
 
 Entries = dict[str, tuple[yaml.Node, yaml.Node]]
+_T = TypeVar("_T")
+# A typed reader of one value: None means it refused the value (and recorded why in ``Issues``).
+Reader = Callable[[yaml.Node, str, Issues], _T | None]
+
+
+@dataclass(slots=True)
+class Fields:
+    """A mapping's entries, read one typed field at a time into the caller's typed locals.
+
+    ``get`` may be called in any order (a dataclass's field order, say): each value's issues are
+    held back and ``done`` records them in the file's order of the keys, as a reader walking the
+    mapping would. A refused value reads as its default and makes ``done`` return False.
+    """
+
+    entries: Entries
+    path: str
+    issues: Issues
+    _failed: bool = False
+    _found: dict[str, list[ConfigIssue]] = field(default_factory=dict)
+
+    def get(self, key: str, reader: Reader[_T], default: _T) -> _T:
+        """``key``'s value as ``reader`` reads it; ``default`` if absent or refused."""
+        if key not in self.entries:
+            return default
+        sink = Issues(self.issues.source)
+        value = reader(self.entries[key][1], f"{self.path}.{key}", sink)
+        self._found[key] = sink.items
+        if value is None:
+            self._failed = True
+            return default
+        return value
+
+    def done(self) -> bool:
+        """Record the issues found, in file order; whether every value read was accepted."""
+        for key in self.entries:
+            self.issues.items.extend(self._found.pop(key, ()))
+        return not self._failed
 
 
 def mapping(node: yaml.Node, path: str, issues: Issues, allowed: set[str] | None = None) -> Entries:

@@ -10,13 +10,19 @@ series is left out rather than served as a made-up 0.
 from __future__ import annotations
 
 import math
-
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from metricbridge.config.schema import FamilyRule
-from metricbridge.config.synthesis import Derive, DeriveOp, Operand
 from metricbridge.model.family import AnyFamily, Family, FamilyMeta, Labels, MetricType
+from metricbridge.translation.compiled import (
+    CompiledDerive,
+    FamilySeries,
+    FromServerInfo,
+    Ratio,
+    RatioOfDeltas,
+    ServerField,
+    ShareZero,
+)
 from metricbridge.translation.series import (
     by_name,
     gauge_sample,
@@ -26,6 +32,10 @@ from metricbridge.translation.series import (
 )
 
 CounterMemory = Mapping[tuple[str, Labels], float]
+# How a derivation reads a family: parsed, or None if absent or unreadable (translate passes
+# its run's, which shares the parses of the translation and the caller's caches).
+Parse = Callable[[AnyFamily | None], Family | None]
+Values = list[tuple[Labels, float]]  # (labels, value) of each derived series
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,31 +47,31 @@ class Derived:
     pending: bool = False  # no family only until the next fetch: a rate needs two
 
 
-def _selected(
-    operand: Operand, families: Mapping[str, AnyFamily]
-) -> list[tuple[Labels, float]] | None:
+def selected(
+    operand: FamilySeries, families: Mapping[str, AnyFamily], parse: Parse = parsed_or_none
+) -> Values | None:
     """(labels without the matched ones, value) of the operand's series; None if absent."""
-    family = parsed_or_none(families.get(operand.family or ""))
+    family = parse(families.get(operand.family))
     if family is None:
         return None
-    wanted = set(operand.match.items())
+    wanted, matched = operand.pairs, operand.labels
     out = []
     for sample in value_samples(family):
-        if wanted <= set(sample.labels):
-            rest = tuple(sorted(p for p in sample.labels if p[0] not in operand.match))
+        if wanted.issubset(sample.labels):
+            rest = tuple(sorted(p for p in sample.labels if p[0] not in matched))
             out.append((rest, sample.value))
     return out
 
 
-def _group(labels: Labels, by: Sequence[str]) -> Labels:
+def _group(labels: Labels, by: frozenset[str]) -> Labels:
     return tuple(sorted(p for p in labels if p[0] in by))
 
 
 def _deltas(
     name: str,
-    series: list[tuple[Labels, float]],
+    series: Values,
     memory: CounterMemory,
-    by: Sequence[str],
+    by: frozenset[str],
     seen: dict[tuple[str, Labels], float],
 ) -> dict[Labels, float]:
     # One series going down means the engine restarted: every series of the family started
@@ -84,25 +94,20 @@ NEEDS_TWO_FETCHES = "no value yet: a rate needs two fetches"
 
 
 def _ratio_of_deltas(
-    derive: Derive,
+    formula: RatioOfDeltas,
     families: Mapping[str, AnyFamily],
     memory: CounterMemory,
     seen: dict[tuple[str, Labels], float],
-) -> list[tuple[Labels, float]] | str:
-    numerator, denominator = derive.numerator, derive.denominator
-    assert numerator is not None  # noqa: S101 - config checks guarantee both operands
-    assert denominator is not None  # noqa: S101
-    num = _selected(numerator, families)
-    den = _selected(denominator, families)
+    parse: Parse,
+) -> Values | str:
+    numerator, denominator = formula.numerator, formula.denominator
+    num = selected(numerator, families, parse)
+    den = selected(denominator, families, parse)
     if num is None or den is None:
         absent = numerator.family if num is None else denominator.family
         return f"{absent} is absent upstream"
-    num_deltas = _deltas(
-        f"{numerator.family}{sorted(numerator.match.items())}", num, memory, derive.by, seen
-    )
-    den_deltas = _deltas(
-        f"{denominator.family}{sorted(denominator.match.items())}", den, memory, derive.by, seen
-    )
+    num_deltas = _deltas(numerator.memory_key, num, memory, formula.by, seen)
+    den_deltas = _deltas(denominator.memory_key, den, memory, formula.by, seen)
     if not den_deltas:
         return NEEDS_TWO_FETCHES
     out = [
@@ -113,14 +118,15 @@ def _ratio_of_deltas(
     return out or "no value: the denominator did not move since the previous fetch"
 
 
-def _server_value(operand: Operand, server_info: Mapping[str, object] | None) -> float | None:
-    if server_info is None or operand.server_info is None:
+def server_value(field: ServerField, server_info: Mapping[str, object] | None) -> float | None:
+    """The field's number in a /server_info answer, per DP worker if asked; None if unusable."""
+    if server_info is None:
         return None
-    raw = server_info.get(operand.server_info)
+    raw = server_info.get(field.field)
     if raw is None:  # SGLang reports the scheduler's resolved value under internal_states
         states = server_info.get("internal_states")
         if isinstance(states, list) and states and isinstance(states[0], dict):
-            raw = states[0].get(operand.server_info)
+            raw = states[0].get(field.field)
     if isinstance(raw, bool) or not isinstance(raw, int | float):
         return None
     try:
@@ -131,7 +137,7 @@ def _server_value(operand: Operand, server_info: Mapping[str, object] | None) ->
         return None
     dp_size = server_info.get("dp_size")
     if (
-        operand.per_dp_worker
+        field.per_dp_worker
         and server_info.get("enable_dp_attention")
         and isinstance(dp_size, int)
         and dp_size > 1
@@ -141,93 +147,107 @@ def _server_value(operand: Operand, server_info: Mapping[str, object] | None) ->
 
 
 def _ratio(
-    derive: Derive, families: Mapping[str, AnyFamily], server_info: Mapping[str, object] | None
-) -> list[tuple[Labels, float]] | str:
-    numerator, denominator = derive.numerator, derive.denominator
-    assert numerator is not None  # noqa: S101 - config checks guarantee both operands
-    assert denominator is not None  # noqa: S101
-    num = _selected(numerator, families)
+    formula: Ratio,
+    families: Mapping[str, AnyFamily],
+    server_info: Mapping[str, object] | None,
+    parse: Parse,
+) -> Values | str:
+    numerator, denominator = formula.numerator, formula.denominator
+    num = selected(numerator, families, parse)
     if num is None:
         return f"{numerator.family} is absent upstream"
-    if denominator.server_info is not None:
-        den_value = _server_value(denominator, server_info)
+    if isinstance(denominator, ServerField):
+        den_value = server_value(denominator, server_info)
         if den_value is None:
-            return f"/server_info has no usable {denominator.server_info}"
+            return f"/server_info has no usable {denominator.field}"
     else:
-        den = _selected(denominator, families)
+        den = selected(denominator, families, parse)
         if den is None:
             return f"{denominator.family} is absent upstream"
         den_value = sum(value for _, value in den)
-    den_value = max(derive.minimum or 0.0, den_value)
+    den_value = max(formula.minimum, den_value)
     if den_value == 0:
         return "no value: the denominator is 0"
     return [(labels, value / den_value) for labels, value in num]
 
 
 def _from_server_info(
-    derive: Derive, families: Mapping[str, AnyFamily], server_info: Mapping[str, object] | None
-) -> list[tuple[Labels, float]] | str:
-    assert derive.numerator is not None  # noqa: S101 - config checks
-    value = _server_value(derive.numerator, server_info)
+    formula: FromServerInfo,
+    families: Mapping[str, AnyFamily],
+    server_info: Mapping[str, object] | None,
+    parse: Parse,
+) -> Values | str:
+    value = server_value(formula.field, server_info)
     if value is None:
-        return f"/server_info has no usable {derive.numerator.server_info}"
-    if derive.labels_from is None:
+        return f"/server_info has no usable {formula.field.field}"
+    if formula.labels_from is None:
         return [((), value)]
-    reference = parsed_or_none(families.get(derive.labels_from))
+    reference = parse(families.get(formula.labels_from))
     if reference is None:
-        return f"{derive.labels_from} (for labels) is absent upstream"
+        return f"{formula.labels_from} (for labels) is absent upstream"
+    drop = formula.drop_labels
     label_sets = {
-        tuple(p for p in labels if p[0] not in derive.drop_labels)
-        for labels in series_labels(reference)
+        tuple(p for p in labels if p[0] not in drop) for labels in series_labels(reference)
     }
     return [(labels, value) for labels in sorted(label_sets)]
 
 
 def _share_zero(
-    derive: Derive, families: Mapping[str, AnyFamily]
-) -> list[tuple[Labels, float]] | str:
-    assert derive.numerator is not None  # noqa: S101 - config checks
-    series = _selected(derive.numerator, families)
+    formula: ShareZero, families: Mapping[str, AnyFamily], parse: Parse
+) -> Values | str:
+    series = selected(formula.numerator, families, parse)
     if not series:
-        return f"{derive.numerator.family} is absent upstream"
+        return f"{formula.numerator.family} is absent upstream"
     counts: dict[Labels, list[int]] = {}
     for labels, value in series:
-        tally = counts.setdefault(_group(labels, derive.by), [0, 0])
+        tally = counts.setdefault(_group(labels, formula.by), [0, 0])
         tally[0] += value == 0
         tally[1] += 1
     return [(group, zero / total) for group, (zero, total) in counts.items()]
 
 
-def derive_all(
-    families: Sequence[AnyFamily],
-    rules: Sequence[FamilyRule],
+def derive_values(  # noqa: PLR0913 - the formula, what it reads, and how
+    derive: CompiledDerive,
+    families: Mapping[str, AnyFamily],
     memory: CounterMemory,
     server_info: Mapping[str, object] | None,
+    *,
+    seen: dict[tuple[str, Labels], float],
+    parse: Parse = parsed_or_none,
+) -> Values | str:
+    """One derived family's series, or why it has none; counter values read go into ``seen``."""
+    formula = derive.formula
+    if isinstance(formula, RatioOfDeltas):
+        return _ratio_of_deltas(formula, families, memory, seen, parse)
+    if isinstance(formula, Ratio):
+        return _ratio(formula, families, server_info, parse)
+    if isinstance(formula, FromServerInfo):
+        return _from_server_info(formula, families, server_info, parse)
+    return _share_zero(formula, families, parse)
+
+
+def derive_all(
+    families: Sequence[AnyFamily],
+    derives: Sequence[CompiledDerive],
+    memory: CounterMemory,
+    server_info: Mapping[str, object] | None,
+    parse: Parse = parsed_or_none,
 ) -> tuple[dict[str, Derived], dict[tuple[str, Labels], float]]:
-    """Compute every derive rule; return results by name and the counter values to remember."""
+    """Compute every derived family; return results by name and the counter values to remember."""
     index = by_name(families)
     seen: dict[tuple[str, Labels], float] = {}
     results: dict[str, Derived] = {}
-    for rule in rules:
-        derive = rule.derive
-        if derive is None:
+    for derive in derives:
+        name = derive.name
+        if name in index:  # a patched engine serves it natively: its series win
+            results[name] = Derived(None, "served by the engine under the contract name")
             continue
-        if rule.name in index:  # a patched engine serves it natively: its series win
-            results[rule.name] = Derived(None, "served by the engine under the contract name")
-            continue
-        if derive.op is DeriveOp.RATIO_OF_DELTAS:
-            values = _ratio_of_deltas(derive, index, memory, seen)
-        elif derive.op is DeriveOp.RATIO:
-            values = _ratio(derive, index, server_info)
-        elif derive.op is DeriveOp.SERVER_INFO:
-            values = _from_server_info(derive, index, server_info)
-        else:
-            values = _share_zero(derive, index)
+        values = derive_values(derive, index, memory, server_info, seen=seen, parse=parse)
         if isinstance(values, str):
             pending = values is NEEDS_TWO_FETCHES  # the constant itself, never a copy of its text
-            results[rule.name] = Derived(None, values, pending=pending)
+            results[name] = Derived(None, values, pending=pending)
             continue
-        meta = FamilyMeta(rule.name, MetricType.GAUGE, rule.help or rule.note, rule.unit)
-        samples = tuple(gauge_sample(rule.name, labels, value) for labels, value in values)
-        results[rule.name] = Derived(Family(meta, samples), f"derived ({derive.op})")
+        meta = FamilyMeta(name, MetricType.GAUGE, derive.help, derive.unit)
+        samples = tuple(gauge_sample(name, labels, value) for labels, value in values)
+        results[name] = Derived(Family(meta, samples), derive.reason)
     return results, seen

@@ -10,10 +10,10 @@ observation with traffic serves real values again.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from metricbridge.config.synthesis import IdleConfig
+from metricbridge.config.synthesis import IdleConfig, frozen_map
 from metricbridge.model.family import AnyFamily, Family, MetricType
 from metricbridge.translation.series import by_name, gauge_sample, parsed_or_none, value_samples
 
@@ -23,18 +23,18 @@ class IdleState:
     """What idle detection remembers between observations."""
 
     last_seen: float | None = None
-    last_sums: dict[str, float] = field(default_factory=dict)
+    last_sums: Mapping[str, float] = field(default_factory=frozen_map)  # a MappingProxyType
     quiet_since: float | None = None
     idle: bool = False
 
 
-def _counter_sums(index: dict[str, AnyFamily], names: Iterable[str]) -> dict[str, float]:
+def _counter_sums(index: dict[str, AnyFamily], names: Iterable[str]) -> Mapping[str, float]:
     sums = {}
     for name in names:
         family = parsed_or_none(index.get(name))
         # A lazily created counter that does not exist yet has counted nothing.
         sums[name] = sum(s.value for s in value_samples(family)) if family else 0.0
-    return sums
+    return frozen_map(sums)
 
 
 def _all_zero(index: dict[str, AnyFamily], names: Iterable[str]) -> bool:
@@ -53,13 +53,15 @@ def observe(
     """Fold one upstream observation into the idle state."""
     index = by_name(families)
     sums = _counter_sums(index, config.when_flat)
-    flat = state.last_seen is not None and all(
+    previous = state.last_seen
+    if previous is None:  # the first observation: nothing to be flat against
+        return IdleState(now, sums)
+    flat = all(
         math.isclose(sums[name], state.last_sums.get(name, math.nan)) for name in config.when_flat
     )
     if not (flat and _all_zero(index, config.when_zero)):
         return IdleState(now, sums)
-    since = state.quiet_since if state.quiet_since is not None else state.last_seen
-    assert since is not None  # noqa: S101 - flat implies a previous observation
+    since = state.quiet_since if state.quiet_since is not None else previous
     return IdleState(now, sums, since, now - since >= config.after_seconds)
 
 

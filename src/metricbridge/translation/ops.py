@@ -1,10 +1,11 @@
-"""Stateless per-family operations: rename, scale, select, relabel."""
+"""Stateless per-family operations: rename, scale, select, relabel, as compile_rules built them."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from metricbridge.config.schema import RelabelAction
+from metricbridge.config.templates import expand
 from metricbridge.errors import ScaleError
 from metricbridge.model.family import (
     SHAPE_LABELS,
@@ -20,7 +21,7 @@ from metricbridge.model.family import (
 )
 from metricbridge.model.names import LABEL_NAME
 from metricbridge.model.numbers import format_value, parse_value
-from metricbridge.translation.compiled import CompiledRelabel
+from metricbridge.translation.compiled import CompiledRelabel, Select
 
 
 def rename(family: AnyFamily, meta: FamilyMeta) -> AnyFamily:
@@ -41,21 +42,26 @@ def rename(family: AnyFamily, meta: FamilyMeta) -> AnyFamily:
         )
         count = family.sample_count
         return RawFamily(meta, spliced, family.source_format, family.first_line, count)
-    samples = tuple(_with(s, name=new + s.name[len(old) :]) for s in family.samples)
+    samples = tuple(_renamed(s, new + s.name[len(old) :]) for s in family.samples)
     return Family(meta, samples)
 
 
-def _with(sample: Sample, **changes: object) -> Sample:
-    values = {
-        "name": sample.name,
-        "labels": sample.labels,
-        "value": sample.value,
-        "raw_value": sample.raw_value,
-        "timestamp": sample.timestamp,
-        "exemplar": sample.exemplar,
-    }
-    values.update(changes)
-    return Sample(**values)  # type: ignore[arg-type]
+# A sample with one field changed, the others kept (Sample is a frozen dataclass).
+def _renamed(sample: Sample, name: str) -> Sample:
+    return Sample(
+        name, sample.labels, sample.value, sample.raw_value, sample.timestamp, sample.exemplar
+    )
+
+
+def _relabelled(sample: Sample, labels: Labels) -> Sample:
+    return Sample(
+        sample.name, labels, sample.value, sample.raw_value, sample.timestamp, sample.exemplar
+    )
+
+
+def _revalued(sample: Sample, value: float) -> Sample:
+    raw = format_value(value)
+    return Sample(sample.name, sample.labels, value, raw, sample.timestamp, sample.exemplar)
 
 
 def _multiplier(factor: float) -> Callable[[float], float]:
@@ -83,10 +89,9 @@ def scale(family: Family, factor: float) -> Family:
     out = []
     for sample in family.samples:
         if sample.name in scaled_names:
-            value = apply(sample.value)
-            out.append(_with(sample, value=value, raw_value=format_value(value)))
+            out.append(_revalued(sample, apply(sample.value)))
         elif mtype is MetricType.HISTOGRAM and sample.name == base + "_bucket":
-            out.append(_with(sample, labels=_scale_le(sample.labels, apply)))
+            out.append(_relabelled(sample, _scale_le(sample.labels, apply)))
         else:
             out.append(sample)
     return Family(family.meta, tuple(out))
@@ -106,13 +111,13 @@ def _scale_le(labels: Labels, apply: Callable[[float], float]) -> Labels:
     )
 
 
-def select(family: Family, match: dict[str, str]) -> Family:
-    """The series whose labels include every ``match`` pair, with those labels removed."""
-    wanted = set(match.items())
+def select(family: Family, selection: Select) -> Family:
+    """The series whose labels include every selected pair, with those labels removed."""
+    wanted, names = selection.pairs, selection.labels
     out = [
-        _with(sample, labels=tuple(p for p in sample.labels if p[0] not in match))
+        _relabelled(sample, tuple(p for p in sample.labels if p[0] not in names))
         for sample in family.samples
-        if wanted <= set(sample.labels)
+        if wanted.issubset(sample.labels)
     ]
     return Family(family.meta, tuple(out))
 
@@ -128,7 +133,7 @@ def _relabel_one(labels: dict[str, str], step: CompiledRelabel) -> bool:
             ):
                 del labels[key]
             elif action is RelabelAction.LABELMAP and hit:
-                labels[hit.expand(step.replacement)] = labels[key]
+                labels[expand(step.replacement, hit)] = labels[key]
         return True
     joined = step.separator.join(labels.get(name, "") for name in step.source_labels)
     hit = step.regex.fullmatch(joined)
@@ -137,10 +142,10 @@ def _relabel_one(labels: dict[str, str], step: CompiledRelabel) -> bool:
     if action is RelabelAction.DROP:
         return hit is None
     if hit is not None and step.target_label is not None:
-        target = hit.expand(step.target_label)
+        target = expand(step.target_label, hit)
         if not LABEL_NAME.fullmatch(target) or target in SHAPE_LABELS or target.startswith("__"):
             return True  # Prometheus skips a target that expands to an unusable name
-        value = hit.expand(step.replacement)
+        value = expand(step.replacement, hit)
         if value:
             labels[target] = value
         else:
@@ -185,5 +190,5 @@ def relabel(family: Family, steps: tuple[CompiledRelabel, ...]) -> tuple[Family,
             duplicates += 1
             continue
         seen.add(key)
-        out.append(_with(sample, labels=new_labels) if rewritten else sample)
+        out.append(_relabelled(sample, new_labels) if rewritten else sample)
     return Family(family.meta, tuple(out)), dropped, duplicates

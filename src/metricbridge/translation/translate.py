@@ -11,14 +11,23 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from types import MappingProxyType
 
-from metricbridge.config.schema import Disposition, FamilyRule
+from metricbridge.config.schema import Disposition
+from metricbridge.config.synthesis import frozen_map
 from metricbridge.errors import ExpositionError, ScaleError
 from metricbridge.exposition.caches import CodecCaches
 from metricbridge.exposition.family_parse import parse_family
-from metricbridge.model.family import AnyFamily, Family, FamilyMeta, Labels, RawFamily
+from metricbridge.model.family import AnyFamily, Family, Labels, RawFamily
 from metricbridge.model.family_names import served_names
-from metricbridge.translation.compiled import CompiledRule, CompiledRules
+from metricbridge.translation.compiled import (
+    CompiledRule,
+    CompiledRules,
+    ContractRow,
+    Rename,
+    Scale,
+    Select,
+)
 from metricbridge.translation.derive import derive_all
 from metricbridge.translation.idle import IdleState, observe, zero_gauges
 from metricbridge.translation.naming import escaped_copies, restore_escaped
@@ -65,7 +74,8 @@ class TranslationStats:
 class SynthState:
     """What translation carries from one upstream fetch to the next (rates, idleness)."""
 
-    counters: dict[tuple[str, Labels], float] = field(default_factory=dict)
+    # Counter values of the last fetch, by (series key, labels): a read-only MappingProxyType.
+    counters: Mapping[tuple[str, Labels], float] = field(default_factory=frozen_map)
     idle: IdleState = IdleState()
 
 
@@ -85,12 +95,6 @@ class Translation:
 def sample_count(family: AnyFamily) -> int:
     """Number of sample lines in a family."""
     return family.sample_count if isinstance(family, RawFamily) else len(family.samples)
-
-
-def _output_meta(rule: FamilyRule, source: FamilyMeta) -> FamilyMeta:
-    scaled = rule.factor is not None
-    unit = rule.unit if rule.unit is not None else (None if scaled else source.unit)
-    return FamilyMeta(rule.name, source.type, rule.help or source.help, unit)
 
 
 class _Run:
@@ -119,6 +123,27 @@ class _Run:
             self.problems.append(exc)
             self.stats.dropped["malformed"] += sample_count(family)
             return None
+        return result
+
+    def peek(self, family: AnyFamily | None) -> Family | None:
+        """A family as synthesis reads it: parsed, or None if absent or unreadable.
+
+        Nothing is recorded: a family that fails here is one served as the engine sent it,
+        whose problems are not translation's. An upstream family a rule parsed already is not
+        parsed again, and the caller's caches serve the lines it had last time.
+        """
+        if family is None or isinstance(family, Family):
+            return family
+        name = family.name
+        upstream = self.present.get(name) is family
+        if upstream and name in self.parse_cache:
+            return self.parse_cache[name]
+        try:
+            result: Family | None = parse_family(family, caches=self.caches)
+        except Exception:  # noqa: BLE001 - as series.parsed_or_none: unreadable is absent here
+            result = None
+        if upstream:
+            self.parse_cache[name] = result
         return result
 
     def families(self, upstream: Sequence[AnyFamily]) -> None:
@@ -154,41 +179,40 @@ class _Run:
                     self.out.append(derived)
 
     def derived(self, compiled: CompiledRule, source: AnyFamily) -> AnyFamily | None:
-        rule = compiled.rule
-        if rule.name in self.present:
+        if compiled.name in self.present:
             # A patched engine already serves the contract name: its series win (no duplicates).
             return None
         return self.apply(compiled, source)
 
     def apply(self, compiled: CompiledRule, source: AnyFamily) -> AnyFamily | None:
-        rule = compiled.rule
-        if source.meta.type is not rule.type:
-            expected = f"the contract expects a {rule.type}"
+        if source.meta.type is not compiled.type:
+            expected = f"the contract expects a {compiled.type}"
             reason = f"upstream {source.name} is a {source.meta.type}, {expected}"
-            self.rows[rule.name] = RowStatus(RowState.MISSING, reason)
+            self.rows[compiled.name] = RowStatus(RowState.MISSING, reason)
             return source if compiled.in_place else None
-        meta = _output_meta(rule, source.meta)
-        if rule.disposition is Disposition.ALIAS:
+        meta = compiled.meta(source.meta)
+        transform = compiled.transform
+        if isinstance(transform, Rename):
             return rename(source, meta)
         parsed = self.parsed(source)
         if parsed is None:
             return None
-        if rule.disposition is Disposition.SCALE:
+        if isinstance(transform, Scale):
             try:
-                result = scale(parsed, rule.factor or 1.0)
+                result = scale(parsed, transform.factor)
             except ScaleError as exc:
                 self.problems.append(ExpositionError(str(exc), family=source.name))
                 self.stats.dropped["malformed"] += sample_count(source)
                 return None
-        elif rule.disposition is Disposition.SELECT:
-            result = select(parsed, rule.match)
+        elif isinstance(transform, Select):
+            result = select(parsed, transform)
         else:
-            result, dropped, duplicates = relabel(parsed, compiled.relabel)
+            result, dropped, duplicates = relabel(parsed, transform.steps)
             self.stats.dropped["relabel_drop"] += dropped
             self.stats.dropped["duplicate_series"] += duplicates
         if not result.samples and not compiled.in_place:
-            self.rows[rule.name] = RowStatus(
-                RowState.MISSING, f"no series of {rule.input_name} matched"
+            self.rows[compiled.name] = RowStatus(
+                RowState.MISSING, f"no series of {compiled.input_name} matched"
             )
             return None
         return rename(result, meta)
@@ -222,13 +246,13 @@ class _Run:
         if clashing:
             self.out = [family for family in self.out if id(family) not in clashing]
 
-    def row_status(self, rule: FamilyRule, served: set[str]) -> RowStatus:
-        status = self.rows.get(rule.name)
+    def row_status(self, row: ContractRow, served: set[str]) -> RowStatus:
+        status = self.rows.get(row.name)
         if status is not None:
             return status
-        name = rule.name
+        name = row.name
         return _row_status(
-            name, rule.disposition, rule.input_name, name in self.present, name in served
+            name, row.disposition, row.input_name, name in self.present, name in served
         )
 
 
@@ -258,7 +282,7 @@ def _synthesize(
 ) -> tuple[SynthState, tuple[str, ...], int]:
     """Derived families, warm-zero series, then idle zeroing, in that order."""
     rules = run.rules
-    derived, counters = derive_all(run.out, rules.rows, state.counters, server_info)
+    derived, counters = derive_all(run.out, rules.derives, state.counters, server_info, run.peek)
     for name, result in derived.items():
         if result.family is not None:
             run.out.append(result.family)
@@ -266,16 +290,12 @@ def _synthesize(
         elif name not in run.present:
             run.rows[name] = RowStatus(RowState.MISSING, result.reason, pending=result.pending)
     before = {family.name for family in run.out}
-    warm = warm_zero(run.out, rules.rows)
-    for name, outcome in warm.items():
+    warm = warm_zero(run.out, rules.warm_zero, run.peek)
+    for spec in rules.warm_zero:
+        name, outcome = spec.name, warm[spec.name]
         if outcome.synthesized and name not in before:
-            source = (
-                "engine has no source"
-                if rules.dispositions[name] is Disposition.ENGINE
-                else "not yet seen upstream"
-            )
             run.rows[name] = RowStatus(
-                RowState.SYNTHESIZED, f"warm-zero, {source}: {outcome.reason}"
+                RowState.SYNTHESIZED, f"warm-zero, {spec.absent_reason}: {outcome.reason}"
             )
         elif not outcome.synthesized and name not in before:
             run.rows.setdefault(name, RowStatus(RowState.MISSING, outcome.reason))
@@ -284,7 +304,8 @@ def _synthesize(
         idle_state = observe(run.out, rules.idle, state.idle, now)
         if idle_state.idle:
             zeroed = tuple(zero_gauges(run.out, rules.idle_zero))
-    return SynthState(counters, idle_state), zeroed, sum(o.synthesized for o in warm.values())
+    synthesized = sum(o.synthesized for o in warm.values())
+    return SynthState(MappingProxyType(counters), idle_state), zeroed, synthesized
 
 
 def translate(  # noqa: PLR0913 - the families, the rules, and what carries across calls
@@ -301,7 +322,7 @@ def translate(  # noqa: PLR0913 - the families, the rules, and what carries acro
     ``caches`` (the caller's, as for the reader) remembers the lines of the families the rules
     parse, for the next payload.
     """
-    naming = rules.config.naming
+    naming = rules.naming
     upstream, restored = restore_escaped(upstream, naming)
     run = _Run(rules, upstream, caches)
     run.stats.names_restored = restored

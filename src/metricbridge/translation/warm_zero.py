@@ -9,12 +9,11 @@ the engine will use, so when the real one appears Prometheus sees one continuous
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
-from metricbridge.config.schema import FamilyRule, WarmZero
-from metricbridge.model.family import AnyFamily, Family, FamilyMeta, Labels, RawFamily
+from metricbridge.model.family import AnyFamily, Family, FamilyMeta, Labels
+from metricbridge.translation.compiled import CompiledWarmZero, Inheritance, expected_labels
 from metricbridge.translation.series import by_name, parsed_or_none, series_labels, zero_series
 
 
@@ -26,109 +25,105 @@ class WarmOutcome:
     reason: str
 
 
-def _inherited(warm: WarmZero, families: dict[str, AnyFamily]) -> list[Labels] | None:
-    if warm.labels_from is None:
-        return [()]
-    reference = parsed_or_none(families.get(warm.labels_from))
-    if reference is None:
-        return None
+def inherited(inherit: Inheritance, reference: list[Labels]) -> list[Labels]:
+    """The reference's label sets as the rule keeps them: kept, dropped, defaulted, deduplicated."""
+    if inherit.keeps_all:
+        return reference  # series_labels: sorted, each label set once
+    keep, drop, defaults = inherit.keep_labels, inherit.drop_labels, inherit.defaults
     out: dict[Labels, None] = {}
-    for labels in series_labels(reference):
-        kept = dict(labels)
-        if warm.keep_labels is not None:
-            kept = {k: v for k, v in kept.items() if k in warm.keep_labels}
-        for label in warm.drop_labels:
+    for labels in reference:
+        kept = dict(labels) if keep is None else {k: v for k, v in labels if k in keep}
+        for label in drop:
             kept.pop(label, None)
-        for label, value in warm.defaults.items():
+        for label, value in defaults:
             kept.setdefault(label, value)
         out.setdefault(tuple(sorted(kept.items())), None)
     return list(out)
 
 
-# Expected series by (rule, reference bytes): the reference (a start-up gauge) rarely changes,
-# so most scrapes skip the parse and the product entirely.
-_EXPECTED: dict[tuple[object, bytes], list[Labels]] = {}
-_EXPECTED_MAX = 1024
+@dataclass(slots=True)
+class _Reads:
+    """What one warm_zero call has read of its payload; gone when the call returns.
+
+    Rules that inherit from one family read it once (the shipped contract has three on
+    max_total_num_tokens), and rules that inherit alike share their expected series.
+    """
+
+    families: Mapping[str, AnyFamily]
+    parse: Callable[[AnyFamily | None], Family | None] = parsed_or_none
+    label_sets: dict[str, list[Labels] | None] = field(default_factory=dict)
+    expected: dict[Inheritance, tuple[Labels, ...] | None] = field(default_factory=dict)
+
+    def reference(self, name: str) -> list[Labels] | None:
+        if name not in self.label_sets:
+            family = self.parse(self.families.get(name))
+            self.label_sets[name] = series_labels(family) if family is not None else None
+        return self.label_sets[name]
+
+    def expected_series(self, warm: CompiledWarmZero) -> tuple[Labels, ...] | None:
+        inherit = warm.inherit
+        if inherit is None:
+            return warm.expected
+        if inherit not in self.expected:
+            bases = self.reference(inherit.labels_from)
+            self.expected[inherit] = (
+                None
+                if bases is None
+                else expected_labels(inherited(inherit, bases), inherit.overlays)
+            )
+        return self.expected[inherit]
 
 
-def _identity(warm: WarmZero) -> tuple[object, ...]:
-    """A hashable value for a WarmZero (its dicts are not hashable; id() could be reused)."""
-    return (
-        warm.labels_from,
-        warm.keep_labels,
-        warm.drop_labels,
-        tuple(sorted(warm.defaults.items())),
-        tuple(sorted(warm.values.items())),
-        tuple(sorted(warm.set.items())),
-    )
+def expected_series(
+    warm: CompiledWarmZero, families: Mapping[str, AnyFamily]
+) -> tuple[Labels, ...] | None:
+    """Every label set the family should have, or None if its reference family is absent.
+
+    Without ``labels_from`` the answer was computed by ``compile_rules``; with it, it is
+    computed from the payload's reference family.
+    """
+    return _Reads(families).expected_series(warm)
 
 
-def expected_series(warm: WarmZero, families: dict[str, AnyFamily]) -> list[Labels] | None:
-    """Every label set the family should have, or None if the reference family is absent."""
-    reference = families.get(warm.labels_from) if warm.labels_from else None
-    # Bytes, not the view: a cache key must not keep a whole upstream payload alive.
-    key = (_identity(warm), bytes(reference.body)) if isinstance(reference, RawFamily) else None
-    if key is not None and key in _EXPECTED:
-        return _EXPECTED[key]
-    expected = _expected_series(warm, families)
-    if key is not None and expected is not None:
-        if len(_EXPECTED) >= _EXPECTED_MAX:
-            _EXPECTED.clear()
-        _EXPECTED[key] = expected
-    return expected
+def warm_zero(
+    families: list[AnyFamily],
+    rules: tuple[CompiledWarmZero, ...],
+    parse: Callable[[AnyFamily | None], Family | None] = parsed_or_none,
+) -> dict[str, WarmOutcome]:
+    """Add zero series in place for every warm-zero rule; return what was done per rule.
 
-
-def _expected_series(warm: WarmZero, families: dict[str, AnyFamily]) -> list[Labels] | None:
-    inherited = _inherited(warm, families)
-    if inherited is None:
-        return None
-    value_lists = [[(label, value) for value in values] for label, values in warm.values.items()]
-    out: dict[Labels, None] = {}
-    for base in inherited:
-        for combo in itertools.product(*value_lists):
-            labels = dict(base) | dict(combo) | warm.set
-            out.setdefault(tuple(sorted(labels.items())), None)
-    return list(out)
-
-
-def warm_zero(families: list[AnyFamily], rules: Sequence[FamilyRule]) -> dict[str, WarmOutcome]:
-    """Add zero series in place for every warm-zero rule; return what was done per rule."""
+    ``parse`` reads a family (translate passes its run's, which shares the translation's
+    parses and the caller's caches).
+    """
     index = by_name(families)
+    reads = _Reads(index, parse)
     outcomes: dict[str, WarmOutcome] = {}
-    for rule in rules:
-        warm = rule.warm_zero
-        if warm is None:
-            continue
-        expected = expected_series(warm, index)
+    for warm in rules:
+        name = warm.name
+        expected = reads.expected_series(warm)
         if expected is None:
-            outcomes[rule.name] = WarmOutcome(
+            outcomes[name] = WarmOutcome(
                 0, f"warm-zero waits for {warm.labels_from}, which is absent"
             )
             continue
-        present = parsed_or_none(index.get(rule.name))
-        if present is not None and present.meta.type is not rule.type:
-            outcomes[rule.name] = WarmOutcome(
-                0, f"engine serves {rule.name} as a {present.meta.type}"
-            )
+        present = parse(index.get(name))
+        if present is not None and present.meta.type is not warm.type:
+            outcomes[name] = WarmOutcome(0, f"engine serves {name} as a {present.meta.type}")
             continue
         have = set(series_labels(present)) if present is not None else set()
         missing = [labels for labels in expected if labels not in have]
         if not missing:
-            outcomes[rule.name] = WarmOutcome(0, "every expected series is real")
+            outcomes[name] = WarmOutcome(0, "every expected series is real")
             continue
         zeros = [
-            s
-            for labels in missing
-            for s in zero_series(rule.name, rule.type, labels, warm.buckets or ())
+            s for labels in missing for s in zero_series(name, warm.type, labels, warm.buckets)
         ]
         if present is None:
-            meta = FamilyMeta(rule.name, rule.type, rule.help or rule.note, rule.unit)
+            meta = FamilyMeta(name, warm.type, warm.help, warm.unit)
             families.append(Family(meta, tuple(zeros)))
         else:
-            families[families.index(index[rule.name])] = Family(
-                present.meta, (*present.samples, *zeros)
-            )
-        outcomes[rule.name] = WarmOutcome(
+            families[families.index(index[name])] = Family(present.meta, (*present.samples, *zeros))
+        outcomes[name] = WarmOutcome(
             len(missing), f"{len(missing)} of {len(expected)} series warm-zero"
         )
     return outcomes
