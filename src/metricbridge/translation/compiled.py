@@ -33,6 +33,7 @@ from metricbridge.config.schema import (
 from metricbridge.config.synthesis import Derive, DeriveOp, IdleConfig, NamingConfig, Operand
 from metricbridge.config.templates import Expansion, template_parts
 from metricbridge.model.family import FamilyMeta, Labels, MetricType, Verify
+from metricbridge.translation.rows import RowStatus, row_status
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,11 +224,20 @@ class CompiledWarmZero:
 
 @dataclass(frozen=True, slots=True)
 class ContractRow:
-    """What a row's status needs when translation left no reason of its own for it."""
+    """A contract metric row and its status whenever translation leaves no reason of its own.
+
+    ``statuses`` is the answer of ``rows.row_status`` for each (the engine sent the name,
+    the name is served): index ``2 * present + served``, decided here once per row.
+    """
 
     name: str
     disposition: Disposition
     input_name: str
+    statuses: tuple[RowStatus, RowStatus, RowStatus, RowStatus]
+
+    def status(self, *, present: bool, served: bool) -> RowStatus:
+        """The row's status given whether the engine sent its name and whether it is served."""
+        return self.statuses[2 * present + served]
 
 
 @dataclass(frozen=True, slots=True)
@@ -381,6 +391,18 @@ def _compile_warm(rule: FamilyRule, warm: WarmZero) -> CompiledWarmZero:
     )
 
 
+def _contract_row(rule: FamilyRule) -> ContractRow:
+    name, disposition, input_name = rule.name, rule.disposition, rule.input_name
+    statuses = tuple(
+        row_status(name, disposition, input_name, present=present, served=served)
+        for present in (False, True)
+        for served in (False, True)
+    )
+    return ContractRow(
+        name, disposition, input_name, (statuses[0], statuses[1], statuses[2], statuses[3])
+    )
+
+
 def compile_rules(config: Config) -> CompiledRules:
     """Build the transforms of a validated config, indexed by the upstream family each reads."""
     by_input: dict[str, list[CompiledRule]] = {}
@@ -410,7 +432,7 @@ def compile_rules(config: Config) -> CompiledRules:
         consumed=frozenset(consumed),
         validation=config.validation,
         naming=config.naming,
-        rows=tuple(ContractRow(r.name, r.disposition, r.input_name) for r in config.families),
+        rows=tuple(_contract_row(rule) for rule in config.families),
         derives=tuple(derives),
         warm_zero=tuple(warm),
         idle=config.idle,

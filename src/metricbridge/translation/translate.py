@@ -6,14 +6,11 @@ for the service's self-metrics and for the contract report.
 
 from __future__ import annotations
 
-import functools
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from types import MappingProxyType
 
-from metricbridge.config.schema import Disposition
 from metricbridge.config.synthesis import frozen_map
 from metricbridge.errors import ExpositionError, ScaleError
 from metricbridge.exposition.caches import CodecCaches
@@ -32,30 +29,20 @@ from metricbridge.translation.derive import derive_all
 from metricbridge.translation.idle import IdleState, observe, zero_gauges
 from metricbridge.translation.naming import escaped_copies, restore_escaped
 from metricbridge.translation.ops import relabel, rename, scale, select
+from metricbridge.translation.rows import RowState, RowStatus
 from metricbridge.translation.warm_zero import warm_zero
 
-
-class RowState(StrEnum):
-    """How a contract row fared in one translation."""
-
-    NATIVE = "native"  # served under the contract name by the engine itself
-    TRANSLATED = "translated"  # served, computed from a community family
-    SYNTHESIZED = "synthesized"  # served as warm-zero: 0 until the engine has the series
-    MISSING = "missing"  # not served; see the reason
-    STRUCTURAL = "structural"  # absent by contract
-
-
-@dataclass(frozen=True, slots=True)
-class RowStatus:
-    """A contract row's state with a human reason.
-
-    ``pending``: missing only for want of a previous fetch (a rate between two), which the
-    next fetch serves; contract_index tells such rows from broken ones by it, not the reason.
-    """
-
-    state: RowState
-    reason: str
-    pending: bool = False
+# RowState and RowStatus live in translation.rows (compile_rules decides rows with them) and
+# are imported from here, beside the Translation that carries them.
+__all__ = [
+    "RowState",
+    "RowStatus",
+    "SynthState",
+    "Translation",
+    "TranslationStats",
+    "sample_count",
+    "translate",
+]
 
 
 @dataclass(slots=True)
@@ -251,30 +238,7 @@ class _Run:
         if status is not None:
             return status
         name = row.name
-        return _row_status(
-            name, row.disposition, row.input_name, name in self.present, name in served
-        )
-
-
-@functools.lru_cache(maxsize=4096)  # the same few hundred answers, scrape after scrape
-def _row_status(  # noqa: PLR0911 - a decision table
-    name: str, disposition: Disposition, input_name: str, present: bool, served: bool
-) -> RowStatus:
-    """A row's state when translation left no reason of its own for it."""
-    if disposition is Disposition.STRUCTURAL:
-        return RowStatus(RowState.STRUCTURAL, "never emitted, by contract")
-    if disposition is Disposition.DROP:
-        return RowStatus(RowState.STRUCTURAL, "dropped by rule")
-    rewritten = disposition is Disposition.RELABEL and input_name == name
-    if present and served and not rewritten:
-        return RowStatus(RowState.NATIVE, "served by the engine under the contract name")
-    if served:
-        return RowStatus(RowState.TRANSLATED, f"{disposition} of {input_name}")
-    if disposition is Disposition.ENGINE:
-        return RowStatus(RowState.MISSING, "needs instrumentation inside the engine")
-    if disposition is Disposition.NATIVE:
-        return RowStatus(RowState.MISSING, "the engine has not emitted it (yet)")
-    return RowStatus(RowState.MISSING, f"source {input_name} is absent upstream")
+        return row.status(present=name in self.present, served=name in served)
 
 
 def _synthesize(

@@ -1,0 +1,60 @@
+"""A contract row's state in one translation, and the state of a row translation said nothing of.
+
+``translate`` re-exports RowState and RowStatus, where callers import them from. The decision
+table is here so that ``compile_rules`` can answer it once per row and answer, ahead of any
+payload: a row's status then depends only on whether the engine sent its name and whether it
+is served.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from metricbridge.config.schema import Disposition
+
+
+class RowState(StrEnum):
+    """How a contract row fared in one translation."""
+
+    NATIVE = "native"  # served under the contract name by the engine itself
+    TRANSLATED = "translated"  # served, computed from a community family
+    SYNTHESIZED = "synthesized"  # served as warm-zero: 0 until the engine has the series
+    MISSING = "missing"  # not served; see the reason
+    STRUCTURAL = "structural"  # absent by contract
+
+
+@dataclass(frozen=True, slots=True)
+class RowStatus:
+    """A contract row's state with a human reason.
+
+    ``pending``: missing only for want of a previous fetch (a rate between two), which the
+    next fetch serves; contract_index tells such rows from broken ones by it, not the reason.
+    """
+
+    state: RowState
+    reason: str
+    pending: bool = False
+
+
+def row_status(  # noqa: PLR0911 - a decision table
+    name: str, disposition: Disposition, input_name: str, *, present: bool, served: bool
+) -> RowStatus:
+    """A row's state when translation left no reason of its own for it.
+
+    ``present``: the engine sent a family of the row's name; ``served``: the bridge serves one.
+    """
+    if disposition is Disposition.STRUCTURAL:
+        return RowStatus(RowState.STRUCTURAL, "never emitted, by contract")
+    if disposition is Disposition.DROP:
+        return RowStatus(RowState.STRUCTURAL, "dropped by rule")
+    rewritten = disposition is Disposition.RELABEL and input_name == name
+    if present and served and not rewritten:
+        return RowStatus(RowState.NATIVE, "served by the engine under the contract name")
+    if served:
+        return RowStatus(RowState.TRANSLATED, f"{disposition} of {input_name}")
+    if disposition is Disposition.ENGINE:
+        return RowStatus(RowState.MISSING, "needs instrumentation inside the engine")
+    if disposition is Disposition.NATIVE:
+        return RowStatus(RowState.MISSING, "the engine has not emitted it (yet)")
+    return RowStatus(RowState.MISSING, f"source {input_name} is absent upstream")
