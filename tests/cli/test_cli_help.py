@@ -17,7 +17,17 @@ SERVE_FLAGS_AND_VARIABLES = [
     ("--no-server-info", "METRICBRIDGE_NO_SERVER_INFO"),
     ("--cache-ttl", "METRICBRIDGE_CACHE_TTL"),
 ]
-COMMANDS = ["serve", "demo", "translate", "config", "rules", "check", "contract", "diff"]
+COMMANDS = [
+    "serve",
+    "demo",
+    "translate",
+    "config",
+    "rules",
+    "check",
+    "contract",
+    "diff",
+    "mm-pad-id",
+]
 
 
 def _help(capsys: pytest.CaptureFixture[str], *argv: str) -> str:

@@ -43,6 +43,7 @@ _COMMANDS = {
     "check": ("metricbridge.cli.check", "add_check_command"),
     "contract": ("metricbridge.cli.check", "add_contract_command"),
     "diff": ("metricbridge.cli.check", "add_diff_command"),
+    "mm-pad-id": ("metricbridge.cli.mm_pad_id", "add_mm_pad_id_command"),
 }
 _ROOT_FLAGS = ("-h", "--help", "--version")
 

@@ -3,6 +3,9 @@
 The metric families each SGLang release defines, read statically from that release's source
 (``tools/extract_sglang_catalogue.py``) and shipped as JSON in ``metricbridge/data/engines``. Pure:
 the standard library and ``metricbridge.errors`` only, no I/O but reading the packaged files.
+
+``mm_pad_id`` (imported by name, not re-exported here) is the contract's multimodal pad-id
+formula, the reference a rebased engine's padded token ids are checked against.
 """
 
 from __future__ import annotations
