@@ -210,9 +210,6 @@ def test_label_values_changing_every_scrape_stay_within_the_budgets(
 # --- no state of the core's own -------------------------------------------------------------
 
 _MUTABLE = (dict, list, set, OrderedDict, deque, bytearray)
-# Another change moves warm-zero's expected label sets into the compile step; until it lands,
-# this one module-level cache is known (and bounded by entry count only).
-_KNOWN_STATE = {"metricbridge.translation.warm_zero._EXPECTED"}
 _MUTATORS = {
     "append",
     "clear",
@@ -247,7 +244,7 @@ def _containers() -> dict[str, object]:
         module = importlib.import_module(name)
         for attribute, value in vars(module).items():
             qualified = f"{name}.{attribute}"
-            if attribute.startswith("__") or qualified in _KNOWN_STATE:
+            if attribute.startswith("__"):
                 continue
             if isinstance(value, _MUTABLE):
                 found[qualified] = copy.deepcopy(value)
@@ -313,6 +310,16 @@ def test_no_function_changes_a_module_level_name(package: object) -> None:
     """The source agrees: no function mutates or rebinds a module-level container."""
     folder = Path(package.__file__).parent  # type: ignore[attr-defined]
     found = [hit for path in sorted(folder.glob("*.py")) for hit in _mutations(path)]
-    # The one known exception, as in _KNOWN_STATE.
-    found = [hit for hit in found if not (hit.startswith("warm_zero.py:") and "_EXPECTED" in hit)]
     assert found == []
+
+
+def test_no_function_of_the_wire_code_remembers_answers() -> None:
+    """No functools.lru_cache or the like in exposition/: its memory is the caller's caches."""
+    cached = [
+        f"{name}.{attribute}"
+        for name in _core_modules()
+        if name.startswith("metricbridge.exposition")
+        for attribute, value in vars(importlib.import_module(name)).items()
+        if hasattr(value, "cache_info") and getattr(value, "__module__", None) == name
+    ]
+    assert cached == []
