@@ -60,11 +60,12 @@ class ByteLRU(Generic[K, V]):
 
     def get(self, key: K) -> V | None:
         """The value held for ``key`` (now the most recently used), or None."""
-        entry = self._data.get(key)
+        data = self._data  # one attribute load: this runs per header and label set written
+        entry = data.get(key)
         if entry is None:
             self.misses += 1
             return None
-        self._data.move_to_end(key)
+        data.move_to_end(key)
         self.hits += 1
         return entry[0]
 
