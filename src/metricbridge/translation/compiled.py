@@ -5,8 +5,10 @@ The model is OpenTelemetry's metricstransformprocessor: the rules file is valida
 proved, in the shape the translator reads them. Nothing here keeps the ``Config`` or a
 ``FamilyRule``: per operation there is one object (rename, scale, select, relabel; a drop is
 membership in ``consumed``), per derived family its resolved inputs and formula, per warm-zero
-family its expected series (computed here when they do not depend on the payload), and per
-family its idle policy (``idle_zero``).
+family its expected series (computed here when they do not depend on the payload), per family
+its idle policy (``idle_zero``), and per contract row its status for each case translation
+leaves undecided. Two small sections are kept as read, being frozen and dict-free already:
+``naming`` and ``idle`` (its thresholds and family lists).
 
 Every object is a frozen, slotted dataclass. None holds a dict: lookups by family name are
 ``types.MappingProxyType`` views of dicts built here and never touched again, sets are
