@@ -13,6 +13,7 @@ from aiohttp import web
 from helpers.paths import FIXTURES, TESTS
 from metricbridge.analysis.check import check_queries
 from metricbridge.analysis.dashboards import load_queries
+from metricbridge.analysis.engine_notes import EngineView
 from metricbridge.analysis.findings import CheckReport, Finding
 from metricbridge.analysis.served import Payload, Served, serve_payloads
 from metricbridge.cli.main import main
@@ -42,14 +43,22 @@ def served(*names: str) -> Served:
 
 
 def check(
-    files: list[Path], *snapshots: str, assumed: tuple[str, ...] = ("instance", "job")
+    files: list[Path],
+    *snapshots: str,
+    assumed: tuple[str, ...] = ("instance", "job"),
+    engine: str | None = None,
 ) -> CheckReport:
-    """Check files against snapshots through the pure API (no CLI)."""
+    """Check files against snapshots through the pure API (no CLI).
+
+    ``engine``: the SGLang release whose catalogue explains what the snapshots lack (None: no
+    engine knowledge, as ``check_queries`` without one).
+    """
     result = served(*snapshots)
     config = load_config(None)
     loads = [(str(path), load_queries(path)) for path in files]
     contract = ContractIndex(config.families, result.translation.rows)
-    return check_queries(loads, result.catalog, contract, assumed)
+    view = None if engine is None else EngineView(engine, result.upstream)
+    return check_queries(loads, result.catalog, contract, assumed, view)
 
 
 def at(report: CheckReport, where: str) -> list[Finding]:

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from metricbridge.analysis.catalog import Catalog
 from metricbridge.analysis.dashboards import LoadResult, Query, QueryKind
+from metricbridge.analysis.engine_notes import EngineNote, EngineView
 from metricbridge.analysis.findings import CheckReport, Finding, FindingKind
 from metricbridge.analysis.produced_labels import produced_labels
 from metricbridge.analysis.promql import (
@@ -53,11 +54,14 @@ def check_queries(
     catalog: Catalog,
     contract: ContractIndex,
     assumed_labels: Iterable[str] = DEFAULT_ASSUMED_LABELS,
+    engine: EngineView | None = None,
 ) -> CheckReport:
     """Check every query of every file; findings keep file and document order.
 
     Names recorded by a recording rule in any of ``files`` count as existing (their labels are
-    not checked), as do the series Prometheus makes itself (``up``, ``ALERTS`` ...).
+    not checked), as do the series Prometheus makes itself (``up``, ``ALERTS`` ...). With
+    ``engine``, the engine release the payload is of explains a family it lacks: one created
+    later or behind a feature switch is a note, not a failure.
     """
     external = dict.fromkeys(PROMETHEUS_SERIES, "made by Prometheus")
     for file, load in files:
@@ -65,7 +69,7 @@ def check_queries(
             match = _RECORD.search(query.location)
             if query.kind is QueryKind.RECORDING_RULE and match:
                 external.setdefault(match["name"], f"recorded by a rule in {file}")
-    resolver = Resolver(catalog, contract, external)
+    resolver = Resolver(catalog, contract, external, engine)
     assumed = frozenset(assumed_labels) | {"__name__"}
     findings: list[Finding] = []
     for _, load in files:
@@ -130,7 +134,7 @@ class _QueryCheck:
             if isinstance(result, Miss):
                 cls = result.verdict.cls if result.verdict is not None else None
                 issue = (result.kind, result.subject, result.reason)
-                found.append(self._finding(issue, cls, result.hint))
+                found.append(self._finding(issue, cls, result.hint, result.engine))
             elif result.opaque is None:
                 found += [self._finding(issue) for issue in self._selector_issues(selector, result)]
         excused = _excused(self.query.usage.fallbacks, by_selector)
@@ -143,7 +147,11 @@ class _QueryCheck:
         return list(self.found.values())
 
     def _finding(
-        self, issue: _Issue, contract: MissingClass | None = None, hint: str | None = None
+        self,
+        issue: _Issue,
+        contract: MissingClass | None = None,
+        hint: str | None = None,
+        engine: EngineNote | None = None,
     ) -> Finding:
         query, (kind, subject, reason) = self.query, issue
         return Finding(
@@ -156,6 +164,7 @@ class _QueryCheck:
             reason,
             contract,
             hint,
+            engine=engine,
         )
 
     def _add(self, finding: Finding) -> None:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from metricbridge.analysis.dashboards import InputProblem
+from metricbridge.analysis.engine_notes import EngineClass, EngineNote
 from metricbridge.translation.contract_index import MissingClass
 
 __all__ = ["CheckReport", "Finding", "FindingKind", "NotFailing"]
@@ -28,9 +29,12 @@ class NotFailing(StrEnum):
     STRUCTURAL = "structural"  # a structural row: absent by contract
     PENDING = "pending"  # a rate between two fetches: one payload cannot show it
     EXCUSED = "excused"  # one side of an `or` whose other side is served
+    LAZY = "lazy"  # the engine release creates the family on an event the payload predates
+    FEATURE = "feature"  # the engine release serves the family only with a feature switch
 
 
 _NOT_FAILING = frozenset({MissingClass.STRUCTURAL, MissingClass.PENDING})
+_ENGINE_NOT_FAILING = {EngineClass.LAZY: NotFailing.LAZY, EngineClass.FEATURE: NotFailing.FEATURE}
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,8 +43,9 @@ class Finding:
 
     ``expr`` is the query as written (variables not substituted); ``subject`` is the metric
     name, label name or matcher concerned; ``contract`` classifies a missing family by the
-    contract (None for label and value findings); ``hint`` suggests a served alternative, such
-    as the other spelling of the ``sglang`` prefix.
+    contract (None for label and value findings); ``engine`` is what the engine release says
+    about it (lazy, behind a feature switch, removed...; None when the release says nothing);
+    ``hint`` suggests a served alternative, such as the other spelling of the ``sglang`` prefix.
     """
 
     file: str
@@ -53,26 +58,39 @@ class Finding:
     contract: MissingClass | None = None
     hint: str | None = None
     excused: bool = False  # one side of an `or` whose other side is served
+    engine: EngineNote | None = None
 
     @property
     def failing(self) -> bool:
         """Whether the finding fails the check.
 
         All do but structurally absent families, rates that one payload cannot show (the
-        running bridge serves them from its second fetch) and excused ones.
+        running bridge serves them from its second fetch), excused ones, and families the
+        engine release creates later or only behind a feature switch.
         """
-        return not self.excused and self.contract not in _NOT_FAILING
+        if self.excused or self.contract in _NOT_FAILING:
+            return False
+        return self.engine is None or self.engine.failing
 
     @property
     def why_not_failing(self) -> NotFailing | None:
-        """For a finding that does not fail, why: structural, pending or excused."""
+        """For a finding that does not fail, why: structural, pending, excused, lazy, feature."""
         if self.failing:
             return None
         if self.excused:
             return NotFailing.EXCUSED
         if self.contract is MissingClass.PENDING:
             return NotFailing.PENDING
+        if self.engine is not None and not self.engine.failing:
+            return _ENGINE_NOT_FAILING[self.engine.cls]
         return NotFailing.STRUCTURAL
+
+    @property
+    def shown_class(self) -> str | None:
+        """The class a report shows: the engine release's when it has one, else the contract's."""
+        if self.engine is not None:
+            return self.engine.cls.value
+        return None if self.contract is None else self.contract.value
 
     @property
     def key(self) -> tuple[str, str, str, str, str]:

@@ -3,7 +3,8 @@
 A selector names a sample (``x_bucket``), not a family, so an unknown name is first normalised
 to a family by its suffix: a served family with the wrong suffix for its type (``x`` for the
 counter ``x_total``, ``x_sum`` for a gauge) is a different finding from a family that is not
-served at all, which the contract then classifies. Pure.
+served at all, which the contract then classifies, and the engine release, when one is given,
+explains (created later, behind a feature switch, removed). Pure.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from metricbridge.analysis.catalog import Catalog, ServedFamily
+from metricbridge.analysis.engine_notes import EngineNote, EngineView
 from metricbridge.analysis.findings import FindingKind
 from metricbridge.analysis.promql import VARIABLE_PLACEHOLDER, Selector
 from metricbridge.analysis.series_match import accepts, compile_regex, name_pattern
@@ -63,16 +65,27 @@ class Miss:
     reason: str
     verdict: Verdict | None = None
     hint: str | None = None
+    engine: EngineNote | None = None
 
 
 class Resolver:
     """Resolves selectors against one catalog; ``external`` names exist outside the payload."""
 
-    def __init__(self, catalog: Catalog, contract: ContractIndex, external: dict[str, str]) -> None:
-        """``external`` maps a metric name to why it exists (e.g. "recording rule in x.yaml")."""
+    def __init__(
+        self,
+        catalog: Catalog,
+        contract: ContractIndex,
+        external: dict[str, str],
+        engine: EngineView | None = None,
+    ) -> None:
+        """``external`` maps a metric name to why it exists (e.g. "recording rule in x.yaml").
+
+        ``engine``: the engine release the payload is of, to explain a family it lacks.
+        """
         self.catalog = catalog
         self.contract = contract
         self.external = external
+        self.engine = engine
 
     def resolve(self, selector: Selector) -> Target | Miss:
         """The series ``selector`` reaches, or a ``Miss``."""
@@ -156,7 +169,31 @@ class Resolver:
             reason += " and is not a contract row"
         else:
             reason += f": {_explain(verdict)}"
-        return Miss(FindingKind.MISSING_FAMILY, name, reason, verdict, hint)
+        note = self._engine_note(name, verdict)
+        if note is None:
+            return Miss(FindingKind.MISSING_FAMILY, name, reason, verdict, hint)
+        reason += f": {note.detail}" if verdict.cls is MissingClass.UNKNOWN else f"; {note.detail}"
+        if not note.failing:
+            reason += " (not failing)"
+        if hint is None and note.replacement is not None:
+            served = self.catalog.family_of(note.replacement) is not None
+            hint = f"{note.replacement} is {'served' if served else 'its new name'}"
+        return Miss(FindingKind.MISSING_FAMILY, name, reason, verdict, hint, note)
+
+    def _engine_note(self, name: str, verdict: Verdict) -> EngineNote | None:
+        """What the engine release says: of the name itself, or of a row's absent sources.
+
+        Only for a name that is no contract row, or a row the bridge serves from community
+        families this payload lacks; structural, pending and engine rows are the contract's.
+        """
+        if self.engine is None:
+            return None
+        if verdict.cls is MissingClass.UNKNOWN:
+            return self.engine.explain(name)
+        if verdict.cls is MissingClass.UPSTREAM and verdict.row is not None:
+            sources = self.contract.sources(verdict.row)
+            return None if sources is None else self.engine.explain_sources(sources)
+        return None
 
 
 def _explain(verdict: Verdict) -> str:

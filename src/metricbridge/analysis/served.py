@@ -32,11 +32,16 @@ class Payload:
 
 @dataclass(frozen=True, slots=True)
 class Served:
-    """The translation of the merged payloads, its catalog, and what was dropped on the way."""
+    """The translation of the merged payloads, its catalog, and what was dropped on the way.
+
+    ``upstream`` names every family the payloads had before translation (an engine release
+    explains only a family the engine did not send).
+    """
 
     translation: Translation
     catalog: Catalog
     warnings: tuple[str, ...]
+    upstream: frozenset[str] = frozenset()
 
 
 def serve_payloads(
@@ -65,4 +70,5 @@ def serve_payloads(
     warnings.extend(f"translation dropped a family: {p}" for p in translation.problems)
     catalog = build_catalog(translation.families)
     warnings.extend(f"served family cannot be parsed: {p}" for p in catalog.problems)
-    return Served(translation, catalog, tuple(warnings))
+    upstream = frozenset(family.name for _, exposition in parts for family in exposition.families)
+    return Served(translation, catalog, tuple(warnings), upstream)

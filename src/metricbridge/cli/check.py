@@ -6,6 +6,9 @@ rules file, snapshot, upstream or dashboard that cannot be read, or output that 
 written), reported on stderr as ``error: ...`` (a rules file's issues as every command prints
 them, ``cli.problems``) and never as a traceback; 3 a bug in metricbridge (``cli.main._run``),
 so that CI never takes a crash for a finding.
+
+``check`` and ``contract`` explain what the payload lacks with an engine release's catalogue
+(``cli.engine``); ``diff --engine-from A --engine-to B`` compares two releases' catalogues.
 """
 
 from __future__ import annotations
@@ -18,9 +21,16 @@ from typing import Any
 
 from metricbridge.analysis.check import DEFAULT_ASSUMED_LABELS, check_queries
 from metricbridge.analysis.dashboards import LoadResult, load_queries
+from metricbridge.analysis.engine_notes import EngineView, explain_missing_rows
 from metricbridge.analysis.findings import CheckReport
 from metricbridge.analysis.served import Served, serve_payloads
 from metricbridge.analysis.upgrade_diff import diff_upgrade
+from metricbridge.cli.engine import (
+    add_engine_option,
+    chosen_release,
+    engine_version_error,
+    run_engine_diff,
+)
 from metricbridge.cli.offline import add_config_option
 from metricbridge.cli.problems import print_config_error
 from metricbridge.cli.sources import (
@@ -71,6 +81,7 @@ def add_check_command(commands: Any) -> None:  # noqa: ANN401 - argparse's subpa
     )  # fmt: skip
     add_source_options(parser)
     _add_common_options(parser)
+    add_engine_option(parser)
     parser.add_argument(
         "--strict", action="store_true", help="also fail (exit 1) when a query cannot be checked"
     )
@@ -88,7 +99,13 @@ def add_contract_command(commands: Any) -> None:  # noqa: ANN401 - argparse's su
     add_source_options(parser)
     add_config_option(parser)
     parser.add_argument("--format", choices=_FORMATS, default="text", help="output format")
+    add_engine_option(parser)
     parser.set_defaults(handler=run_contract)
+
+
+_DIFF_USAGE = """\
+%(prog)s OLD_EXPOSITION NEW_EXPOSITION [--dashboard FILE ...] [options]
+       %(prog)s --engine-from VERSION --engine-to VERSION [FILE ...] [options]"""
 
 
 def add_diff_command(commands: Any) -> None:  # noqa: ANN401 - argparse's subparsers type is private
@@ -96,24 +113,38 @@ def add_diff_command(commands: Any) -> None:  # noqa: ANN401 - argparse's subpar
     parser = commands.add_parser(
         "diff",
         help="what an engine upgrade changes for dashboards",
+        usage=_DIFF_USAGE,
         description="Translate both expositions and report families added and removed, type "
         "and label changes, contract rows that flip between served and missing, and new "
-        "findings of the given dashboards. Exit 1 when a served row or a dashboard breaks.",
+        "findings of the given dashboards. Exit 1 when a served row or a dashboard breaks. "
+        "With --engine-from and --engine-to, compare two SGLang releases' catalogues instead, "
+        "no engine needed: families added, removed, renamed, re-typed, relabelled and "
+        "re-documented, and the queries of the given files that break, with the contract rule "
+        "that bridges each. Exit 1 when a query of a given file breaks.",
     )
     parser.add_argument(
-        "old", type=Path, metavar="OLD_EXPOSITION",
-        help="the engine's /metrics before the upgrade, saved (text format or OpenMetrics)",
+        "old", type=Path, nargs="?", metavar="OLD_EXPOSITION",
+        help="the engine's /metrics before the upgrade, saved (text format or OpenMetrics); "
+        "with --engine-from, the first FILE",
     )  # fmt: skip
     parser.add_argument(
-        "new", type=Path, metavar="NEW_EXPOSITION", help="the same after the upgrade"
+        "new", type=Path, nargs="?", metavar="NEW_EXPOSITION", help="the same after the upgrade"
     )
+    parser.add_argument(
+        "files", type=Path, nargs="*", metavar="FILE",
+        help="with --engine-from/--engine-to: dashboards, rule files or PromQL files",
+    )  # fmt: skip
     parser.add_argument(
         "--dashboard", nargs="+", action="extend", type=Path, default=[], metavar="FILE",
         help="dashboards, rule files or PromQL files whose breakage fails the diff",
     )  # fmt: skip
     _add_common_options(parser)
     add_server_info_option(parser)
-    parser.set_defaults(handler=run_diff)
+    parser.add_argument(
+        "--engine-from", metavar="VERSION", help="compare the catalogue of this SGLang release..."
+    )
+    parser.add_argument("--engine-to", metavar="VERSION", help="...with this one's")
+    parser.set_defaults(handler=run_diff, diff_parser=parser)
 
 
 def _add_common_options(parser: argparse.ArgumentParser) -> None:
@@ -129,8 +160,10 @@ def _add_common_options(parser: argparse.ArgumentParser) -> None:
 def run_check(args: argparse.Namespace) -> int:
     """Check files against the served payload."""
     try:
+        _check_release("--engine", args.engine)
         config, rules = _rules(args.config)
-        served = _serve(load_sources(args), rules)
+        sources = load_sources(args)
+        served = _serve(sources, rules)
     except _Unusable:
         return EXIT_USAGE
     except InputError as exc:
@@ -138,7 +171,8 @@ def run_check(args: argparse.Namespace) -> int:
     loads, unusable = _load_files(args.files)
     if not loads:
         return EXIT_USAGE
-    report = _check(loads, served, config, args.assume_label)
+    engine = EngineView(chosen_release(args.engine, sources.server_info), served.upstream)
+    report = _check(loads, served, config, args.assume_label, engine)
     sys.stdout.write(render_check(report, args.format))
     if unusable:
         print(f"error: {unusable} file(s) could not be checked at all", file=sys.stderr)
@@ -149,18 +183,32 @@ def run_check(args: argparse.Namespace) -> int:
 def run_contract(args: argparse.Namespace) -> int:
     """Print the coverage table."""
     try:
+        _check_release("--engine", args.engine)
         config, rules = _rules(args.config)
-        served = _serve(load_sources(args), rules)
+        sources = load_sources(args)
+        served = _serve(sources, rules)
     except _Unusable:
         return EXIT_USAGE
     except InputError as exc:
         return _unusable(exc)
-    sys.stdout.write(render_contract(contract_report(config, served.translation), args.format))
+    engine = EngineView(chosen_release(args.engine, sources.server_info), served.upstream)
+    index = ContractIndex(config.families, served.translation.rows)
+    report = contract_report(config, served.translation)
+    notes = explain_missing_rows(index, engine)
+    sys.stdout.write(render_contract(report, args.format, notes))
     return EXIT_OK
 
 
 def run_diff(args: argparse.Namespace) -> int:
-    """Compare two expositions after translation."""
+    """Compare two expositions after translation, or two releases' catalogues."""
+    if args.engine_from is not None or args.engine_to is not None:
+        return _run_engine_diff(args)
+    parser: argparse.ArgumentParser = args.diff_parser
+    if args.old is None or args.new is None:
+        missing = ["OLD_EXPOSITION", "NEW_EXPOSITION"][1 if args.old is not None else 0 :]
+        parser.error(f"the following arguments are required: {', '.join(missing)}")
+    if args.files:
+        parser.error(f"unrecognized arguments: {' '.join(str(f) for f in args.files)}")
     try:
         config, rules = _rules(args.config)
         info = read_server_info(args.server_info)
@@ -185,6 +233,34 @@ def run_diff(args: argparse.Namespace) -> int:
         print(f"error: {unusable} dashboard(s) could not be read", file=sys.stderr)
         return EXIT_USAGE
     return EXIT_MISSING if diff.breaking else EXIT_OK
+
+
+def _run_engine_diff(args: argparse.Namespace) -> int:
+    """``diff --engine-from A --engine-to B [FILE ...]``: every positional is a FILE."""
+    parser: argparse.ArgumentParser = args.diff_parser
+    if args.engine_from is None or args.engine_to is None:
+        parser.error("--engine-from and --engine-to go together")
+    if args.server_info is not None:
+        parser.error("--server-info is for two expositions, not --engine-from/--engine-to")
+    try:
+        _check_release("--engine-from", args.engine_from)
+        _check_release("--engine-to", args.engine_to)
+        config, _ = _rules(args.config)
+    except _Unusable:
+        return EXIT_USAGE
+    paths = [p for p in (args.old, args.new) if p is not None] + args.files + args.dashboard
+    loads, unusable = _load_files(paths)
+    if unusable and not loads:
+        return EXIT_USAGE
+    return run_engine_diff(args, config.families, loads, unusable)
+
+
+def _check_release(option: str, version: str | None) -> None:
+    """Raise ``_Unusable`` after a one-line error when ``version`` is not catalogued."""
+    message = None if version is None else engine_version_error(option, version)
+    if message is not None:
+        print(message, file=sys.stderr)
+        raise _Unusable
 
 
 def _rules(path: Path | None) -> tuple[Config, CompiledRules]:
@@ -221,11 +297,15 @@ def _load_files(paths: Sequence[Path]) -> tuple[list[tuple[str, LoadResult]], in
 
 
 def _check(
-    loads: Sequence[tuple[str, LoadResult]], served: Served, config: Config, extra: list[str]
+    loads: Sequence[tuple[str, LoadResult]],
+    served: Served,
+    config: Config,
+    extra: list[str],
+    engine: EngineView | None = None,
 ) -> CheckReport:
     assumed = [
         *DEFAULT_ASSUMED_LABELS,
         *(n.strip() for v in extra for n in v.split(",") if n.strip()),
     ]
     contract = ContractIndex(config.families, served.translation.rows)
-    return check_queries(loads, served.catalog, contract, assumed)
+    return check_queries(loads, served.catalog, contract, assumed, engine)

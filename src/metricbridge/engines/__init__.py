@@ -13,9 +13,10 @@ from __future__ import annotations
 from metricbridge.errors import CatalogueError
 
 from .diff import CatalogueDiff, HelpChanged, LabelsChanged, Rename, Retyped, diff_catalogues
+from .features import feature_switch
 from .loader import available_versions, load_catalogue, newest_version
 from .model import Catalogue, EngineFamily, Lifecycle, OptionalLabel
-from .versions import version_key
+from .versions import nearest_versions, release_at_or_before, version_key
 
 __all__ = [
     "Catalogue",
@@ -30,7 +31,10 @@ __all__ = [
     "Retyped",
     "available_versions",
     "diff_catalogues",
+    "feature_switch",
     "load_catalogue",
+    "nearest_versions",
     "newest_version",
+    "release_at_or_before",
     "version_key",
 ]

@@ -111,6 +111,16 @@ class Catalogue:
         """The family names of the release."""
         return frozenset(f.name for f in self.families)
 
+    def find(self, name: str) -> EngineFamily | None:
+        """The family called ``name`` or with a sample called ``name`` (``x_total``, ``x_bucket``).
+
+        What a PromQL selector names is a sample; this is the family it reads, if any.
+        """
+        family = self.get(name)
+        if family is not None:
+            return family
+        return next((f for f in self.families if name in f.sample_names), None)
+
 
 def _strings(value: Any, where: str) -> tuple[str, ...]:  # noqa: ANN401 - JSON input
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):

@@ -7,7 +7,9 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from metricbridge.analysis.engine_notes import EngineNote
 from metricbridge.config.schema import Disposition
+from metricbridge.render.findings import engine_note_dict
 from metricbridge.render.table import markdown_table, one_line, text_table
 from metricbridge.translation.contract_index import MissingClass
 from metricbridge.translation.translate import RowState
@@ -16,6 +18,7 @@ __all__ = ["contract_totals", "missing_breakdown", "render_contract"]
 
 _ROW_HEADER = ("FAMILY", "DISPOSITION", "TYPE", "SOURCE", "STATE", "REASON")
 _ITEM_HEADER = ("ITEM", "DISPOSITION", "NOTE")
+_ENGINE_HEADER = ("ROW", "CLASS", "WHY")
 _NOT_SERVED = (RowState.MISSING, RowState.STRUCTURAL)
 # A missing row's class, as the demo says it; the order the breakdown lists them in.
 _MISSING_WORDS = {
@@ -27,9 +30,17 @@ _MISSING_WORDS = {
 }
 
 
-def render_contract(report: Mapping[str, Any], fmt: str) -> str:
-    """The report in ``fmt``: json is the report itself, text and markdown are tables."""
+def render_contract(
+    report: Mapping[str, Any], fmt: str, engine: Mapping[str, EngineNote] | None = None
+) -> str:
+    """The report in ``fmt``: json is the report itself, text and markdown are tables.
+
+    ``engine``: what the engine release says of missing rows (``explain_missing_rows``); JSON
+    then has an ``engine`` object, text and Markdown a table of them, when there are some.
+    """
     if fmt == "json":
+        if engine:
+            report = {**report, "engine": _engine_dict(engine)}
         return json.dumps(report, indent=2) + "\n"
     rows = [_row_cells(row) for row in report["rows"]]
     items = [
@@ -43,8 +54,30 @@ def render_contract(report: Mapping[str, Any], fmt: str) -> str:
     lines += [*table(_ROW_HEADER, rows), ""]
     if items:
         lines += [*table(_ITEM_HEADER, items), ""]
+    if engine:
+        release = next(iter(engine.values()))
+        title = f"Missing rows {_engine_name(release)} {release.release} explains:"
+        lines += [f"**{title}**" if fmt == "markdown" else title]
+        notes = [(row, note.cls.value, one_line(note.detail)) for row, note in engine.items()]
+        lines += [*table(_ENGINE_HEADER, notes), ""]
     lines.append(contract_totals(report))
     return "\n".join(lines) + "\n"
+
+
+def _engine_name(note: EngineNote) -> str:
+    return "SGLang" if note.engine == "sglang" else note.engine
+
+
+def _engine_dict(engine: Mapping[str, EngineNote]) -> dict[str, Any]:
+    first = next(iter(engine.values()))
+    return {
+        "engine": first.engine,
+        "release": first.release,
+        "rows": [
+            {"row": row, **engine_note_dict(note), "detail": note.detail}
+            for row, note in engine.items()
+        ],
+    }
 
 
 def contract_totals(report: Mapping[str, Any]) -> str:

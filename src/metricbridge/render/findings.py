@@ -9,10 +9,11 @@ from itertools import groupby
 from typing import Any
 
 from metricbridge.analysis.dashboards import InputProblem
+from metricbridge.analysis.engine_notes import EngineNote
 from metricbridge.analysis.findings import CheckReport, Finding, NotFailing
 from metricbridge.render.table import markdown_cell, markdown_table, markdown_text, one_line
 
-__all__ = ["check_summary", "finding_dict", "finding_lines", "render_check"]
+__all__ = ["check_summary", "engine_note_dict", "finding_dict", "finding_lines", "render_check"]
 
 
 def render_check(report: CheckReport, fmt: str) -> str:
@@ -40,7 +41,12 @@ def check_summary(report: CheckReport) -> str:
     )
 
 
-_OTHERS = {NotFailing.PENDING: "pending a second fetch", NotFailing.EXCUSED: "beside a served `or`"}
+_OTHERS = {
+    NotFailing.PENDING: "pending a second fetch",
+    NotFailing.EXCUSED: "beside a served `or`",
+    NotFailing.LAZY: "created later by the engine",
+    NotFailing.FEATURE: "behind a feature switch",
+}
 
 
 def _not_failing_counts(report: CheckReport) -> Counter[NotFailing]:
@@ -60,7 +66,7 @@ def finding_lines(findings: Iterable[Finding]) -> list[str]:
         lines += [f"{where}: {location}", f"    {one_line(expr)}"]
         for finding in group:
             level = "error" if finding.failing else "note"
-            cls = f" ({finding.contract})" if finding.contract is not None else ""
+            cls = f" ({finding.shown_class})" if finding.shown_class is not None else ""
             lines.append(f"  {level}: {finding.kind}{cls}: {finding.reason}")
             if finding.hint:
                 lines.append(f"    hint: {finding.hint}")
@@ -68,8 +74,8 @@ def finding_lines(findings: Iterable[Finding]) -> list[str]:
 
 
 def finding_dict(finding: Finding) -> dict[str, Any]:
-    """A finding as JSON-ready data."""
-    return {
+    """A finding as JSON-ready data; ``engine`` only when the engine release explains it."""
+    data: dict[str, Any] = {
         "file": finding.file,
         "location": finding.location,
         "line": finding.line,
@@ -78,10 +84,32 @@ def finding_dict(finding: Finding) -> dict[str, Any]:
         "subject": finding.subject,
         "reason": finding.reason,
         "contract": finding.contract.value if finding.contract is not None else None,
-        "hint": finding.hint,
-        "failing": finding.failing,
-        "excused": finding.excused,
     }
+    if finding.engine is not None:
+        data["engine"] = engine_note_dict(finding.engine)
+    data.update(hint=finding.hint, failing=finding.failing, excused=finding.excused)
+    return data
+
+
+def engine_note_dict(note: EngineNote) -> dict[str, Any]:
+    """What the engine release says about a family, as JSON-ready data (absent fields left out)."""
+    data: dict[str, Any] = {
+        "class": note.cls.value,
+        "engine": note.engine,
+        "release": note.release,
+        "family": note.family,
+        "failing": note.failing,
+    }
+    optional = {
+        "event": note.event,
+        "switches": list(note.switches) or None,
+        "last_in": note.last_in,
+        "removed_in": note.removed_in,
+        "renamed_to": note.renamed_to,
+        "added_in": note.added_in,
+    }
+    data.update({key: value for key, value in optional.items() if value})
+    return data
 
 
 def _problem_dict(problem: InputProblem) -> dict[str, Any]:
@@ -134,7 +162,7 @@ def _markdown(report: CheckReport) -> list[str]:
 
 
 def _markdown_row(finding: Finding) -> Sequence[str]:
-    cls = f" ({finding.contract})" if finding.contract is not None else ""
+    cls = f" ({finding.shown_class})" if finding.shown_class is not None else ""
     text = f"**{finding.kind}**{cls}: {markdown_text(finding.reason)}"
     if finding.hint:
         text += f" *Hint: {markdown_text(finding.hint)}*"

@@ -22,7 +22,7 @@ from metricbridge.config.schema import Disposition, FamilyRule
 from metricbridge.model.family import TYPE_SUFFIXES, MetricType, sample_base
 from metricbridge.translation.translate import RowState, RowStatus
 
-__all__ = ["ContractIndex", "MissingClass", "Verdict"]
+__all__ = ["ContractIndex", "MissingClass", "Verdict", "row_sources"]
 
 # Engine rows often leave the type to the engine: any sample suffix may then be selected.
 _ANY_SUFFIX = ("", "_total", "_created", "_bucket", "_sum", "_count")
@@ -82,6 +82,11 @@ class ContractIndex:
                 return found
         return verdicts[0]
 
+    def sources(self, row: str) -> tuple[str, ...] | None:
+        """The upstream families contract row ``row`` is served from (see ``row_sources``)."""
+        rule = self.rows.get(row)
+        return None if rule is None else row_sources(rule)
+
     def missing_classes(self) -> Counter[MissingClass]:
         """The rows the translation left missing, by how the contract explains each.
 
@@ -108,6 +113,37 @@ class ContractIndex:
             return Verdict(MissingClass.PENDING, rule.name, status.reason)
         reason = status.reason if status is not None else f"{rule.disposition} row"
         return Verdict(MissingClass.UPSTREAM, rule.name, reason)
+
+
+# Rows the engine alone serves, or nothing does: no community family to wait for.
+_NO_SOURCE = frozenset({Disposition.ENGINE, Disposition.STRUCTURAL, Disposition.DROP})
+
+
+def row_sources(rule: FamilyRule) -> tuple[str, ...] | None:
+    """The upstream families a row is served from, when it is served from families alone.
+
+    An alias, scale, select or relabel reads its source (a native row, its own name); a derived
+    row its operands and the family it takes labels from. A warm-zero row is served as soon as
+    the family it inherits labels from is there, so that family alone. None for a row no
+    community family serves (engine, structural, drop) or one that also reads /server_info:
+    what it waits for is then not only a family.
+    """
+    if rule.disposition in _NO_SOURCE:
+        return None
+    if rule.warm_zero is not None and rule.warm_zero.labels_from is not None:
+        return (rule.warm_zero.labels_from,)
+    if rule.derive is None:
+        return (rule.input_name,)
+    names: list[str] = []
+    for operand in (rule.derive.numerator, rule.derive.denominator):
+        if operand is None:
+            continue
+        if operand.family is None:
+            return None
+        names.append(operand.family)
+    if rule.derive.labels_from is not None:
+        names.append(rule.derive.labels_from)
+    return tuple(dict.fromkeys(names)) or None
 
 
 def _sample_names(rule: FamilyRule) -> list[str]:
