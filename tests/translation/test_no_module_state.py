@@ -1,14 +1,15 @@
 """The compile step and the translation keep no state of their own between calls.
 
 What depends on the rules is compiled (``compile_rules``); what depends on the payload is
-computed per call or held by a cache object the caller passes in. So no module of the config
-and translation rooms holds a container that a translation changes, nor a function cache.
+computed per call or held by a cache object the caller passes in. So no module of the core
+rooms holds a container that a translation changes, nor a function cache of what it is sent.
 """
 
 from __future__ import annotations
 
 import copy
 import importlib
+import pkgutil
 from types import ModuleType
 
 import pytest
@@ -21,21 +22,20 @@ from metricbridge.translation.compiled import compile_rules
 from metricbridge.translation.pipeline import run_pipeline
 from metricbridge.translation.translate import SynthState, translate
 
-MODULES = [
-    "metricbridge.config.load",
-    "metricbridge.config.schema",
-    "metricbridge.config.synthesis",
-    "metricbridge.config.templates",
-    "metricbridge.config.yaml_nodes",
-    "metricbridge.translation.compiled",
-    "metricbridge.translation.derive",
-    "metricbridge.translation.idle",
-    "metricbridge.translation.naming",
-    "metricbridge.translation.ops",
-    "metricbridge.translation.rows",
-    "metricbridge.translation.translate",
-    "metricbridge.translation.warm_zero",
-]
+# Every module of the core rooms, found rather than listed, so a new one is checked too.
+CORE_ROOMS = ("model", "exposition", "config", "translation", "engines")
+MODULES = sorted(
+    info.name
+    for room in CORE_ROOMS
+    for info in pkgutil.iter_modules(
+        importlib.import_module(f"metricbridge.{room}").__path__, f"metricbridge.{room}."
+    )
+)
+# Function caches that remember only what ships with the package, never what an upstream or a
+# user sends: a bounded number of entries, each the same for the process's whole life.
+ALLOWED_CACHES = {
+    "metricbridge.engines.loader": {"load_catalogue"},  # one parse per shipped catalogue file
+}
 _CONTAINERS = (dict, list, set, bytearray)
 
 
@@ -56,7 +56,7 @@ def test_no_function_cache(name: str) -> None:
         for attr, value in vars(module).items()
         if hasattr(value, "cache_info") and getattr(value, "__module__", None) == name
     ]
-    assert cached == []
+    assert set(cached) <= ALLOWED_CACHES.get(name, set())
 
 
 def test_translations_change_no_module_container() -> None:

@@ -38,6 +38,7 @@ DEFAULT_BUDGETS: Mapping[str, int] = MappingProxyType(
         "read_label_sets": 4 * MiB,  # exposition.sample_line: label sets split into pairs
         "written_headers": 2 * MiB,  # exposition.writer: HELP/TYPE lines as written
         "written_label_sets": 4 * MiB,  # exposition.writer: label sets as written
+        "served_names": 1 * MiB,  # translation: the names each family takes in either format
     }
 )
 
@@ -86,6 +87,7 @@ class CodecCaches:
         "proven_shapes",
         "read_headers",
         "read_label_sets",
+        "served_names",
         "written_headers",
         "written_label_sets",
     )
@@ -114,6 +116,9 @@ class CodecCaches:
         self.written_label_sets: ByteLRU[Labels, str] = ByteLRU(
             "written_label_sets", chosen["written_label_sets"]
         )
+        self.served_names: ByteLRU[tuple[str, MetricType], frozenset[str]] = ByteLRU(
+            "served_names", chosen["served_names"]
+        )
 
     def __iter__(self) -> Iterator[ByteLRU[Any, Any]]:
         """Every cache, in a fixed order."""
@@ -123,6 +128,7 @@ class CodecCaches:
         yield self.read_label_sets
         yield self.written_headers
         yield self.written_label_sets
+        yield self.served_names
 
     @property
     def budget(self) -> int:

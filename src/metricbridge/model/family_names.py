@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-
 from metricbridge.model.family import TYPE_SUFFIXES, Format, MetricType, sample_base
 from metricbridge.model.names import legacy_name
 
@@ -29,7 +27,6 @@ def allowed_suffixes(
     return declared, declared, suffixes
 
 
-@functools.lru_cache(maxsize=4096)
 def wire_names(name: str, mtype: MetricType, fmt: Format) -> frozenset[str]:
     """Every name a family takes on the wire: its own, its OpenMetrics name, its sample names.
 
@@ -49,13 +46,11 @@ def wire_names(name: str, mtype: MetricType, fmt: Format) -> frozenset[str]:
     return frozenset((name, base, *(base + suffix for suffix in suffixes)))
 
 
-@functools.lru_cache(maxsize=4096)
 def served_names(name: str, mtype: MetricType) -> frozenset[str]:
     """The names a family takes in either wire format: a response may be in either."""
     return wire_names(name, mtype, Format.TEXT) | wire_names(name, mtype, Format.OPENMETRICS)
 
 
-@functools.lru_cache(maxsize=4096)
 def fast_needles(declared: str, mtype: MetricType, fmt: Format) -> tuple[bytes, ...]:
     """Line prefixes that are valid, unchanged, in both wire formats; empty: never fast.
 

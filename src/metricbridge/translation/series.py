@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable
 
 from metricbridge.exposition.family_parse import parse_family
@@ -41,7 +40,6 @@ def gauge_sample(name: str, labels: Labels, value: float) -> Sample:
     return Sample(name, labels, value, format_value(value))
 
 
-@functools.lru_cache(maxsize=8192)  # the same zero series are served scrape after scrape
 def zero_series(
     name: str, mtype: MetricType, labels: Labels, buckets: tuple[float, ...] = ()
 ) -> tuple[Sample, ...]:

@@ -15,7 +15,7 @@ from metricbridge.config.synthesis import frozen_map
 from metricbridge.errors import ExpositionError, ScaleError
 from metricbridge.exposition.caches import CodecCaches
 from metricbridge.exposition.family_parse import parse_family
-from metricbridge.model.family import AnyFamily, Family, Labels, RawFamily
+from metricbridge.model.family import AnyFamily, Family, FamilyMeta, Labels, RawFamily
 from metricbridge.model.family_names import served_names
 from metricbridge.translation.compiled import (
     CompiledRule,
@@ -204,6 +204,17 @@ class _Run:
             return None
         return rename(result, meta)
 
+    def served_names(self, meta: FamilyMeta) -> frozenset[str]:
+        """``family_names.served_names``, remembered in the caller's caches when there are any."""
+        if self.caches is None:
+            return served_names(meta.name, meta.type)
+        key = (meta.name, meta.type)
+        names = self.caches.served_names.get(key)
+        if names is None:
+            names = served_names(meta.name, meta.type)
+            self.caches.served_names.put(key, names, len(meta.name) + sum(map(len, names)))
+        return names
+
     def drop_clashes(self) -> None:
         """Serve no two families that share a wire name, however the rules and upstreams met.
 
@@ -219,7 +230,7 @@ class _Run:
         taken: dict[str, str] = {}
         clashing: set[int] = set()
         for family in (*upstream, *(f for f in self.out if f.name not in self.present)):
-            names = served_names(family.meta.name, family.meta.type)
+            names = self.served_names(family.meta)
             shared = names & taken.keys()
             if not shared:
                 taken.update(dict.fromkeys(names, family.name))
