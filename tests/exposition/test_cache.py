@@ -100,7 +100,7 @@ def test_a_zero_budget_caches_nothing_and_a_negative_one_is_refused() -> None:
 def test_codec_caches_have_budgets_of_a_few_tens_of_mib_at_most() -> None:
     caches = CodecCaches()
     assert [cache.name for cache in caches] == list(DEFAULT_BUDGETS)
-    assert caches.budget == sum(DEFAULT_BUDGETS.values()) <= 32 * MiB
+    assert caches.budget == sum(DEFAULT_BUDGETS.values()) <= 40 * MiB
     assert CodecCaches({"proven_shapes": 0}).proven_shapes.budget == 0
     with pytest.raises(ValueError, match="no cache named"):
         CodecCaches({"nonsense": 1})

@@ -26,18 +26,21 @@ from metricbridge.model.family import FamilyMeta, Format, Labels, MetricType, Sa
 
 MiB = 1 << 20
 
-# Per cache, in bytes; 24 MiB in all. Measured with the default rules, reading, translating and
-# writing in both formats: every SGLang fixture together needs under 0.2 MiB in each cache; a
-# 10 MB engine (88 DP x 2 TP) about 1.25 MiB of shapes per distinct payload shape and under
-# 0.5 MiB in each other cache. So the shapes of an EPD pair of 20 MB engines still fit.
+# Per cache, in bytes; 32 MiB for the six below. Measured with the default rules, reading,
+# translating and writing in both formats: every SGLang fixture together needs under 0.2 MiB in
+# each cache; a 10 MB engine (88 DP x 2 TP) about 1.25 MiB of shapes per distinct payload shape
+# and under 0.5 MiB in each other cache, so the shapes of an EPD pair of 20 MB engines still fit.
+# With ``validation: full`` every line is parsed and written from its parse: a 1 MB engine
+# (8 x 2) then needs 5.4 MiB of label sets each way, which fit; a 10 MB engine's 55 MiB do not,
+# and its label sets are split and written afresh (what a miss costs, about 1 us a line).
 DEFAULT_BUDGETS: Mapping[str, int] = MappingProxyType(
     {
         "read_headers": 2 * MiB,  # exposition.reader: header pairs seen before
         "proven_shapes": 8 * MiB,  # exposition.byte_scan.shapes_match: line shapes already proven
         "last_parse": 4 * MiB,  # exposition.family_parse: each family's lines as parsed last time
-        "read_label_sets": 4 * MiB,  # exposition.sample_line: label sets split into pairs
+        "read_label_sets": 8 * MiB,  # exposition.sample_line: label sets split into pairs
         "written_headers": 2 * MiB,  # exposition.writer: HELP/TYPE lines as written
-        "written_label_sets": 4 * MiB,  # exposition.writer: label sets as written
+        "written_label_sets": 8 * MiB,  # exposition.writer: label sets as written
         "served_names": 1 * MiB,  # translation: the names each family takes in either format
     }
 )
