@@ -26,7 +26,7 @@ from metricbridge.model.family import FamilyMeta, Format, Labels, MetricType, Sa
 
 MiB = 1 << 20
 
-# Per cache, in bytes; 32 MiB for the six below. Measured with the default rules, reading,
+# Per cache, in bytes; 33 MiB in all. Measured with the default rules, reading,
 # translating and writing in both formats: every SGLang fixture together needs under 0.2 MiB in
 # each cache; a 10 MB engine (88 DP x 2 TP) about 1.25 MiB of shapes per distinct payload shape
 # and under 0.5 MiB in each other cache, so the shapes of an EPD pair of 20 MB engines still fit.
