@@ -10,9 +10,9 @@ from aiohttp import web
 
 from helpers.paths import FIXTURES
 from metricbridge.config.load import load_config
-from metricbridge.service.bridge import FetchSettings
 from metricbridge.service.scrape import parse_upstream
 from metricbridge.service.server import ServiceSettings, make_app
+from metricbridge.service.snapshot import FetchSettings
 
 TEXT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 

@@ -15,9 +15,9 @@ from aiohttp import web
 from helpers.service import FakeUpstream
 from metricbridge.cli.serve import listen_capped
 from metricbridge.config.load import load_config
-from metricbridge.service.bridge import FetchSettings
 from metricbridge.service.scrape import parse_upstream
 from metricbridge.service.server import STATE, ServiceSettings, make_app
+from metricbridge.service.snapshot import FetchSettings
 
 GET = b"GET /metrics HTTP/1.1\r\nHost: bridge\r\n\r\n"
 

@@ -37,7 +37,7 @@ from metricbridge.cli.problems import print_config_error
 from metricbridge.config.load import load_config
 from metricbridge.errors import ConfigError, ListenError
 from metricbridge.service.allocator import MMAP_THRESHOLD, tune_malloc
-from metricbridge.service.bridge import FetchSettings
+from metricbridge.service.snapshot import FetchSettings
 from metricbridge.service.connections import fitted_cap
 from metricbridge.service.scrape import Upstream, parse_upstream
 from metricbridge.service.server import (

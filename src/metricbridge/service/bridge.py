@@ -13,19 +13,16 @@ import asyncio
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Literal, overload
 
 import aiohttp
 
 from metricbridge.errors import ExpositionError, UpstreamError
 from metricbridge.exposition.caches import CodecCaches
 from metricbridge.exposition.reader import Exposition
-from metricbridge.exposition.writer import write_chunks, write_pieces
 from metricbridge.model.family import Format
-from metricbridge.service.gzip_framing import OpenGzip, open_gzip
 from metricbridge.service.scrape import Fetched, Upstream, fetch
 from metricbridge.service.selfmetrics import SelfMetrics
+from metricbridge.service.snapshot import Attempt, FetchSettings, Snapshot, UpstreamResult
 from metricbridge.translation.compiled import CompiledRules
 from metricbridge.translation.pipeline import MergeDrop, read_payload, translate_upstreams
 from metricbridge.translation.translate import RowState, SynthState, Translation
@@ -33,80 +30,6 @@ from metricbridge.translation.translate import RowState, SynthState, Translation
 log = logging.getLogger("metricbridge.bridge")
 # Below this much time left, a request takes the cut-short fetch it joined instead of another.
 _WORTH_RETRYING = 0.05
-
-
-@dataclass(frozen=True, slots=True)
-class FetchSettings:
-    """How upstreams are fetched and results shared."""
-
-    timeout_cap: float = 10.0
-    max_bytes: int = 64 << 20
-    cache_ttl: float = 1.0
-    gzip_level: int = 1
-
-
-@dataclass(frozen=True, slots=True)
-class UpstreamResult:
-    """What one upstream fetch came to (for /contract)."""
-
-    upstream: Upstream
-    ok: bool
-    reason: str = ""
-    message: str = ""
-    size: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class _Attempt:
-    """One upstream's HTTP fetch, not yet read: reading needs the rules in force at the end."""
-
-    upstream: Upstream
-    outcome: Fetched | UpstreamError
-    duration: float
-
-
-@dataclass(slots=True)
-class Snapshot:
-    """One wave of fetches, translated; the engine part is rendered on demand and memoised."""
-
-    finished_at: float
-    results: tuple[UpstreamResult, ...]
-    translation: Translation | None
-    gzip_level: int
-    rules: CompiledRules  # the rules it was translated with: a reload makes it unservable
-    # Timed out at a deadline shorter than --upstream-timeout: one request's deadline, not a
-    # verdict on the engine for requests that can wait longer (see Bridge.snapshot).
-    cut_short: bool = False
-    caches: CodecCaches | None = None  # the bridge's, for writing the engine part
-    _renders: dict[tuple[Format, bool], tuple[bytes, ...] | OpenGzip] = field(default_factory=dict)
-
-    @overload
-    def engine_part(self, fmt: Format, *, compressed: Literal[False]) -> tuple[bytes, ...]: ...
-    @overload
-    def engine_part(self, fmt: Format, *, compressed: Literal[True]) -> OpenGzip: ...
-    def engine_part(self, fmt: Format, *, compressed: bool) -> tuple[bytes, ...] | OpenGzip:
-        """The translated families (no ``# EOF``) in pieces, rendered once per format and encoding.
-
-        Compressed, it is the start of a gzip member that each response closes with its own
-        self-metrics (``close_gzip``): one member per response, as ``curl --compressed`` needs,
-        while the bulk is still compressed once per fetch. Only the encodings asked for are
-        kept: Prometheus asks for gzip, and memoising the plain render on the way would hold a
-        second copy of the payload for nobody. Pieces, not one buffer: see ``write_pieces``.
-        """
-        key = (fmt, compressed)
-        part = self._renders.get(key)
-        if part is None:
-            families = self.translation.families if self.translation else ()
-            # Compressed straight from the families' views: cutting them into pieces first
-            # would copy the whole render for the compressor to read once (a 10 MB engine).
-            caches = self.caches
-            part = (
-                open_gzip(write_chunks(families, fmt, caches=caches), self.gzip_level)
-                if compressed
-                else tuple(write_pieces(families, fmt, caches=caches))
-            )
-            self._renders[key] = part
-        return part
 
 
 class Bridge:
@@ -315,7 +238,7 @@ class Bridge:
             return None
         return asyncio.get_running_loop().time() - self._latest.finished_at
 
-    async def _fetch_one(self, upstream: Upstream, timeout: float) -> _Attempt:
+    async def _fetch_one(self, upstream: Upstream, timeout: float) -> Attempt:
         loop = asyncio.get_running_loop()
         started = loop.time()
         outcome: Fetched | UpstreamError
@@ -325,9 +248,9 @@ class Bridge:
             )
         except UpstreamError as exc:
             outcome = exc
-        return _Attempt(upstream, outcome, loop.time() - started)
+        return Attempt(upstream, outcome, loop.time() - started)
 
-    def _read(self, attempt: _Attempt, rules: CompiledRules) -> tuple[UpstreamResult, Exposition]:
+    def _read(self, attempt: Attempt, rules: CompiledRules) -> tuple[UpstreamResult, Exposition]:
         """Read one fetched body and record what the attempt came to."""
         upstream, metrics = attempt.upstream, self.metrics
         try:

@@ -16,12 +16,11 @@ Two kinds, because every /metrics response carries them and rendering the whole 
 from __future__ import annotations
 
 import platform
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector, RestrictedRegistry
+from prometheus_client.registry import RestrictedRegistry
 
 from metricbridge import __version__
 from metricbridge.exposition.caches import CodecCaches
@@ -32,162 +31,11 @@ from metricbridge.model.family_names import TEXT_TYPES
 from metricbridge.model.numbers import format_value
 from metricbridge.service.connections import ConnectionLimit
 from metricbridge.service.gzip_framing import gzip_member
+from metricbridge.service.metric_collectors import CacheMetrics, MirroredRegistry, ScrapeCounter
 from metricbridge.translation.idle import IdleState
 
 _FETCH_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 _EOF = b"# EOF\n"
-
-
-class ScrapeCounter(Collector):
-    """A counter with one label, bumped by every scrape and written out by hand.
-
-    Byte for byte what prometheus_client writes for a ``Counter`` with created series disabled
-    (a test checks it); it is also a collector, so ``name[]`` filtering and
-    ``get_sample_value`` work through the registry.
-    """
-
-    def __init__(self, name: str, documentation: str, label: str) -> None:
-        self.name, self.documentation, self.label = name, documentation, label
-        meta = FamilyMeta(name, MetricType.COUNTER, documentation)
-        self._headers = {fmt: write_header(meta, fmt).decode() for fmt in Format}
-        self._counts: dict[str, float] = {}
-        self._prefixes: dict[str, str] = {}  # label value -> 'name{label="value"} '
-
-    def inc(self, value: str) -> None:
-        """Count one scrape under ``label=value``."""
-        if value not in self._counts:
-            self._prefixes[value] = f"{self.name}{label_set(((self.label, value),))} "
-            self._counts[value] = 0.0
-        self._counts[value] += 1.0
-
-    def render(self, fmt: Format) -> str:
-        """The family in ``fmt``: HELP, TYPE and one line per label value seen."""
-        lines = [self._headers[fmt]]
-        for value, count in self._counts.items():
-            lines.append(f"{self._prefixes[value]}{format_value(count)}\n")
-        return "".join(lines)
-
-    def _family(self, *, samples: bool) -> CounterMetricFamily:
-        family = CounterMetricFamily(self.name, self.documentation, labels=[self.label])
-        for value, count in self._counts.items() if samples else ():
-            family.add_metric([value], count)
-        return family
-
-    def collect(self) -> Iterator[CounterMetricFamily]:
-        """The family with its samples, for prometheus_client."""
-        yield self._family(samples=True)
-
-    def describe(self) -> Iterator[CounterMetricFamily]:
-        """The family's name and type, so a restricted registry knows which names it serves."""
-        yield self._family(samples=False)
-
-
-class _WithoutCreated(Collector):
-    """A metric as prometheus_client collects it, less its ``_created`` series.
-
-    They would double the family count and no dashboard reads them. prometheus_client's own
-    switch (``disable_created_metrics``) is process-wide: it would change every other registry
-    of an embedding process, so the series are left out here, per metric, instead.
-    """
-
-    def __init__(self, metric: Collector) -> None:
-        self._metric = metric
-
-    def collect(self) -> Iterator[Metric]:
-        """The metric's families (collected afresh each time) without ``<name>_created``."""
-        for family in self._metric.collect():
-            created = family.name + "_created"
-            family.samples = [sample for sample in family.samples if sample.name != created]
-            yield family
-
-    def describe(self) -> Iterable[Metric]:
-        """The metric's own description, so a restricted registry knows its names."""
-        describe = getattr(self._metric, "describe", None)
-        return describe() if describe is not None else ()
-
-
-class _Mirrored(CollectorRegistry):
-    """A registry whose collectors are registered in a second registry too, without _created."""
-
-    def __init__(self, also: CollectorRegistry) -> None:
-        super().__init__(auto_describe=False)
-        self._also = also
-
-    def register(self, collector: Collector) -> None:
-        """Register in both (see ``_WithoutCreated``)."""
-        wrapped = _WithoutCreated(collector)
-        super().register(wrapped)
-        self._also.register(wrapped)
-
-
-class CacheMetrics(Collector):
-    """Each of the bridge's caches: what it holds, its budget, and how it has been used.
-
-    A settled family like the others: it serves the figures ``settle`` took at the latest
-    ``SelfMetrics.changed()`` (the end of the latest fetch; the engine part's writing counts
-    with the next one), never live ones, so the plain and the gzip render of one generation
-    agree byte for byte. Nothing until ``SelfMetrics.track_caches``.
-    """
-
-    _FIGURES = ("entries", "bytes", "budget", "hits", "misses", "evictions")
-
-    def __init__(self) -> None:
-        self.caches: tuple[ByteLRU[Any, Any], ...] = ()
-        self._figures: tuple[tuple[str, dict[str, float]], ...] = ()
-
-    def settle(self) -> None:
-        """Take the caches' figures as of now: what collect serves until the next call."""
-        self._figures = tuple(
-            (cache.name, {name: float(getattr(cache, name)) for name in self._FIGURES})
-            for cache in self.caches
-        )
-
-    def _families(self, *, samples: bool) -> Iterator[Metric]:
-        gauges = (
-            ("metricbridge_cache_entries", "Entries the cache holds.", "entries"),
-            (
-                "metricbridge_cache_bytes",
-                (
-                    "Bytes the cache holds (estimated: lengths of keys and values, plus a "
-                    "per-entry overhead)."
-                ),
-                "bytes",
-            ),
-            (
-                "metricbridge_cache_budget_bytes",
-                "The most bytes the cache holds; least recently used entries leave first.",
-                "budget",
-            ),
-        )
-        counters = (
-            ("metricbridge_cache_hits", "Lookups that found their entry.", "hits"),
-            ("metricbridge_cache_misses", "Lookups that did not.", "misses"),
-            (
-                "metricbridge_cache_evictions",
-                "Entries dropped to make room for newer ones.",
-                "evictions",
-            ),
-        )
-        figures = self._figures if samples else ()
-        for name, documentation, figure in gauges:
-            gauge = GaugeMetricFamily(name, documentation, labels=["cache"])
-            for cache, values in figures:
-                gauge.add_metric([cache], values[figure])
-            yield gauge
-        for name, documentation, figure in counters:
-            counter = CounterMetricFamily(name, documentation, labels=["cache"])
-            for cache, values in figures:
-                counter.add_metric([cache], values[figure])
-            yield counter
-
-    def collect(self) -> Iterator[Metric]:
-        """Every cache's figures as last settled; no families while there are no caches."""
-        if self._figures:
-            yield from self._families(samples=True)
-
-    def describe(self) -> Iterator[Metric]:
-        """The families' names and types, so a restricted registry knows which names it serves."""
-        yield from self._families(samples=False)
 
 
 class SelfMetrics:
@@ -203,7 +51,7 @@ class SelfMetrics:
         self._codec = CodecCaches()
         # Every family but the per-scrape counters: what render_settled caches. Each metric
         # below is registered in both.
-        registry = self._settled = _Mirrored(self.registry)
+        registry = self._settled = MirroredRegistry(self.registry)
         self._zeroed_shown: set[str] = set()
         self._server_info_ok: bool | None = None
         self.generation = 0

@@ -23,7 +23,8 @@ from metricbridge.errors import ConfigError, ExpositionError
 from metricbridge.exposition.writer import PIECE_SIZE, write_chunks
 from metricbridge.model.family import AnyFamily, Format
 from metricbridge.service.background import heartbeat, poll_server_info, server_info_urls
-from metricbridge.service.bridge import Bridge, FetchSettings, Snapshot
+from metricbridge.service.bridge import Bridge
+from metricbridge.service.snapshot import FetchSettings, Snapshot
 from metricbridge.service.gzip_framing import close_gzip, gzip_member
 from metricbridge.service.name_filter import select_samples
 from metricbridge.service.negotiation import (

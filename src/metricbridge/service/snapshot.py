@@ -1,0 +1,93 @@
+"""What one wave of upstream fetches came to: the settings, each upstream's result, the snapshot.
+
+A ``Snapshot`` is what every scrape arriving while it is fresh is answered from: the translation
+and its renders, made once per format and encoding. ``bridge.Bridge`` makes them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, overload
+
+from metricbridge.errors import UpstreamError
+from metricbridge.exposition.caches import CodecCaches
+from metricbridge.exposition.writer import write_chunks, write_pieces
+from metricbridge.model.family import Format
+from metricbridge.service.gzip_framing import OpenGzip, open_gzip
+from metricbridge.service.scrape import Fetched, Upstream
+from metricbridge.translation.compiled import CompiledRules
+from metricbridge.translation.translate import Translation
+
+
+@dataclass(frozen=True, slots=True)
+class FetchSettings:
+    """How upstreams are fetched and results shared."""
+
+    timeout_cap: float = 10.0
+    max_bytes: int = 64 << 20
+    cache_ttl: float = 1.0
+    gzip_level: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamResult:
+    """What one upstream fetch came to (for /contract)."""
+
+    upstream: Upstream
+    ok: bool
+    reason: str = ""
+    message: str = ""
+    size: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One upstream's HTTP fetch, not yet read: reading needs the rules in force at the end."""
+
+    upstream: Upstream
+    outcome: Fetched | UpstreamError
+    duration: float
+
+
+@dataclass(slots=True)
+class Snapshot:
+    """One wave of fetches, translated; the engine part is rendered on demand and memoised."""
+
+    finished_at: float
+    results: tuple[UpstreamResult, ...]
+    translation: Translation | None
+    gzip_level: int
+    rules: CompiledRules  # the rules it was translated with: a reload makes it unservable
+    # Timed out at a deadline shorter than --upstream-timeout: one request's deadline, not a
+    # verdict on the engine for requests that can wait longer (see Bridge.snapshot).
+    cut_short: bool = False
+    caches: CodecCaches | None = None  # the bridge's, for writing the engine part
+    _renders: dict[tuple[Format, bool], tuple[bytes, ...] | OpenGzip] = field(default_factory=dict)
+
+    @overload
+    def engine_part(self, fmt: Format, *, compressed: Literal[False]) -> tuple[bytes, ...]: ...
+    @overload
+    def engine_part(self, fmt: Format, *, compressed: Literal[True]) -> OpenGzip: ...
+    def engine_part(self, fmt: Format, *, compressed: bool) -> tuple[bytes, ...] | OpenGzip:
+        """The translated families (no ``# EOF``) in pieces, rendered once per format and encoding.
+
+        Compressed, it is the start of a gzip member that each response closes with its own
+        self-metrics (``close_gzip``): one member per response, as ``curl --compressed`` needs,
+        while the bulk is still compressed once per fetch. Only the encodings asked for are
+        kept: Prometheus asks for gzip, and memoising the plain render on the way would hold a
+        second copy of the payload for nobody. Pieces, not one buffer: see ``write_pieces``.
+        """
+        key = (fmt, compressed)
+        part = self._renders.get(key)
+        if part is None:
+            families = self.translation.families if self.translation else ()
+            # Compressed straight from the families' views: cutting them into pieces first
+            # would copy the whole render for the compressor to read once (a 10 MB engine).
+            caches = self.caches
+            part = (
+                open_gzip(write_chunks(families, fmt, caches=caches), self.gzip_level)
+                if compressed
+                else tuple(write_pieces(families, fmt, caches=caches))
+            )
+            self._renders[key] = part
+        return part
