@@ -2,6 +2,7 @@
 
     MetricbridgeError
      ├── ConfigError          a rules file that cannot be used; carries every ConfigIssue found
+     │    └── UnknownProfileError  a --profile that is not shipped; printed as one line
      ├── TemplateError        (config) a replacement template names a group its regex lacks;
      │                        the config checks turn it into a ConfigIssue of its rule
      ├── ExpositionError      an exposition that cannot be read; names the line and what is wrong
@@ -56,6 +57,10 @@ class ConfigError(MetricbridgeError):
     def __init__(self, issues: list[ConfigIssue]) -> None:
         self.issues = issues
         super().__init__("\n".join(str(issue) for issue in issues))
+
+
+class UnknownProfileError(ConfigError):
+    """A profile asked for on the command line is not one of the shipped ones: one issue."""
 
 
 class TemplateError(MetricbridgeError, ValueError):

@@ -195,7 +195,12 @@ def test_every_translating_rule_is_exported_or_listed(path: Path | None) -> None
             assert listed, rule.name
             assert not recorded, rule.name
         else:
-            passed_through = (Disposition.NATIVE, Disposition.ENGINE, Disposition.STRUCTURAL)
+            passed_through = (
+                Disposition.NATIVE,
+                Disposition.ENGINE,
+                Disposition.STRUCTURAL,
+                Disposition.APPROXIMATE,  # served (and recorded) only with its profile
+            )
             assert rule.disposition in passed_through, rule.name
 
 
@@ -390,3 +395,19 @@ def test_cli_refuses_bad_input_with_exit_2(
     """Unusable flags or rules files exit 2 with the reason on stderr."""
     assert main(["rules", *args]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_approximations_are_recorded_only_with_their_profile() -> None:
+    """Ratios of rate()s, as ratio_of_deltas derives are; `!=` for an excluded label value."""
+    from metricbridge.config.load import load_config  # noqa: PLC0415
+    from metricbridge.export.prometheus_rules import RuleFormat, export_rules  # noqa: PLC0415
+
+    plain = export_rules(load_config(), RuleFormat.PROMETHEUS_RULES, "", "5m")
+    assert "record: sglang:run_batch_time" not in plain
+    text = export_rules(
+        load_config(profiles=["approximations"]), RuleFormat.PROMETHEUS_RULES, "", "5m"
+    )
+    assert "record: sglang:run_batch_time" in text
+    assert 'sglang:scheduler_stage_seconds_total{category!="idle",category!="run_batch"}' in text
+    assert "rate(sglang:dp_attention_sync_wait_seconds_sum[5m])" in text
+    assert "* 1000000" in text

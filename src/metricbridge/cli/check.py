@@ -161,7 +161,7 @@ def run_check(args: argparse.Namespace) -> int:
     """Check files against the served payload."""
     try:
         _check_release("--engine", args.engine)
-        config, rules = _rules(args.config)
+        config, rules = _rules(args.config, args.profiles)
         sources = load_sources(args)
         served = _serve(sources, rules)
     except _Unusable:
@@ -184,7 +184,7 @@ def run_contract(args: argparse.Namespace) -> int:
     """Print the coverage table."""
     try:
         _check_release("--engine", args.engine)
-        config, rules = _rules(args.config)
+        config, rules = _rules(args.config, args.profiles)
         sources = load_sources(args)
         served = _serve(sources, rules)
     except _Unusable:
@@ -210,7 +210,7 @@ def run_diff(args: argparse.Namespace) -> int:
     if args.files:
         parser.error(f"unrecognized arguments: {' '.join(str(f) for f in args.files)}")
     try:
-        config, rules = _rules(args.config)
+        config, rules = _rules(args.config, args.profiles)
         info = read_server_info(args.server_info)
         old = _serve(Sources([read_snapshot(args.old)], info), rules)
         new = _serve(Sources([read_snapshot(args.new)], info), rules)
@@ -245,7 +245,7 @@ def _run_engine_diff(args: argparse.Namespace) -> int:
     try:
         _check_release("--engine-from", args.engine_from)
         _check_release("--engine-to", args.engine_to)
-        config, _ = _rules(args.config)
+        config, _ = _rules(args.config, args.profiles)
     except _Unusable:
         return EXIT_USAGE
     paths = [p for p in (args.old, args.new) if p is not None] + args.files + args.dashboard
@@ -263,9 +263,9 @@ def _check_release(option: str, version: str | None) -> None:
         raise _Unusable
 
 
-def _rules(path: Path | None) -> tuple[Config, CompiledRules]:
+def _rules(path: Path | None, profiles: Sequence[str] = ()) -> tuple[Config, CompiledRules]:
     try:
-        config = load_config(path)
+        config = load_config(path, profiles)
     except ConfigError as exc:
         print_config_error(exc)
         raise _Unusable from exc

@@ -44,6 +44,7 @@ _COMMANDS = {
     "contract": ("metricbridge.cli.check", "add_contract_command"),
     "diff": ("metricbridge.cli.check", "add_diff_command"),
     "mm-pad-id": ("metricbridge.cli.mm_pad_id", "add_mm_pad_id_command"),
+    "profiles": ("metricbridge.cli.profiles", "add_profiles_command"),
 }
 _ROOT_FLAGS = ("-h", "--help", "--version")
 

@@ -11,7 +11,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from metricbridge.cli.options import add_env_option, config_path, describe_os_error, use_environment
+from metricbridge.cli.options import (
+    PROFILE_HELP,
+    add_env_option,
+    config_path,
+    describe_os_error,
+    use_environment,
+)
 from metricbridge.cli.problems import print_config_error
 from metricbridge.config.load import load_config
 from metricbridge.errors import ConfigError, ExpositionError, OutputError
@@ -37,6 +43,14 @@ def add_config_option(parser: argparse.ArgumentParser) -> None:
         "env METRICBRIDGE_CONFIG)",
     )
     use_environment(parser, [option])
+    parser.add_argument(
+        "--profile",
+        action="append",
+        default=[],
+        dest="profiles",
+        metavar="NAME",
+        help=PROFILE_HELP,
+    )
 
 
 def add_translate_command(commands: Any) -> None:  # noqa: ANN401 - argparse's subparsers type is private
@@ -95,13 +109,22 @@ def add_config_command(commands: Any) -> None:  # noqa: ANN401 - argparse's subp
     check.add_argument(
         "file", nargs="?", type=Path, help="rules file (default: the shipped contract)"
     )
+    check.add_argument(
+        "--profile",
+        action="append",
+        default=[],
+        dest="profiles",
+        metavar="NAME",
+        help="also layer this shipped profile over the file (repeatable; the file's own "
+        "`profiles:` are always checked)",
+    )
     check.set_defaults(handler=run_config_check)
 
 
 def run_config_check(args: argparse.Namespace) -> int:
     """Validate a rules file, printing every issue."""
     try:
-        config = load_config(args.file)
+        config = load_config(args.file, args.profiles)
     except ConfigError as exc:
         print_config_error(exc)
         return EXIT_USAGE
@@ -204,7 +227,7 @@ def _translated(args: argparse.Namespace) -> bytes:
     Raises ``ConfigError`` for the rules, ``_UnusableInputError`` for the input and
     ``OutputError`` for ``-o``.
     """
-    config = load_config(args.config)
+    config = load_config(args.config, args.profiles)
     rules = compile_rules(dataclasses.replace(config, validation=Verify(args.validation)))
     if args.output is not None:
         _check_output(args.output)  # before reading a stdin that may take long to arrive

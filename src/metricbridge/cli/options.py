@@ -174,6 +174,19 @@ def boolean(text: str) -> bool:
     )
 
 
+def profile_names(text: str) -> list[str]:
+    """METRICBRIDGE_PROFILE: profile names, comma-separated; empty items are skipped.
+
+    Whether each is shipped is load_config's to say, with the shipped ones listed.
+    """
+    return [name.strip() for name in text.split(",") if name.strip()]
+
+
+PROFILE_HELP = (
+    "layer a shipped profile over the rules (repeatable; `metricbridge profiles` lists them)"
+)
+
+
 def config_path(text: str) -> Path:
     """METRICBRIDGE_CONFIG: a rules file that exists; reading and checking it is load_config's.
 

@@ -10,13 +10,15 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
-from metricbridge.errors import ConfigError
+from metricbridge.errors import ConfigError, UnknownProfileError
 
 __all__ = ["config_error_lines", "print_config_error"]
 
 
 def config_error_lines(exc: ConfigError) -> list[str]:
-    """Each issue as ``file:line: path: message``, then the count."""
+    """Each issue as ``file:line: path: message``, then the count (an unknown profile: one line)."""
+    if isinstance(exc, UnknownProfileError):
+        return [str(issue) for issue in exc.issues]
     return [*(str(issue) for issue in exc.issues), f"{len(exc.issues)} issue(s) found"]
 
 

@@ -69,7 +69,7 @@ def run_rules(args: argparse.Namespace) -> int:
     fmt = RuleFormat(args.format)
     try:
         matchers, window = _options(args, fmt)
-        config = load_config(args.config)
+        config = load_config(args.config, args.profiles)
     except ConfigError as exc:
         print_config_error(exc)
         return EXIT_USAGE

@@ -20,6 +20,7 @@ from aiohttp import web
 from metricbridge.cli.logs import configure_logging
 from metricbridge.cli.options import (
     MISSING_UPSTREAM,
+    PROFILE_HELP,
     ArgumentContainer,
     EnvOption,
     add_env_option,
@@ -31,6 +32,7 @@ from metricbridge.cli.options import (
     port_number,
     positive_int,
     positive_seconds,
+    profile_names,
     use_environment,
 )
 from metricbridge.cli.problems import print_config_error
@@ -173,6 +175,16 @@ def add_service_options(
         type=Path,
         metavar="FILE",
         help="rules file (default: the shipped contract; env METRICBRIDGE_CONFIG)",
+    )
+    add(
+        "--profile",
+        variable="METRICBRIDGE_PROFILE",
+        from_env=profile_names,
+        default=[],
+        action="append",
+        dest="profiles",
+        metavar="NAME",
+        help=f"{PROFILE_HELP} (env METRICBRIDGE_PROFILE, comma-separated)",
     )
     add(
         "--log-level",
@@ -341,6 +353,7 @@ def service_settings(args: argparse.Namespace) -> ServiceSettings:
         max_connections=fitted_cap(args.max_connections),
         idle_timeout=args.idle_timeout,
         write_timeout=args.write_timeout,
+        profiles=tuple(args.profiles),
     )
 
 
@@ -349,7 +362,7 @@ def run_serve(args: argparse.Namespace) -> int:
     configure_logging(args.log_level, args.log_format)
     try:
         settings = service_settings(args)
-        config = with_idle_switch(load_config(settings.config_path))
+        config = with_idle_switch(load_config(settings.config_path, settings.profiles))
     except ValueError as exc:
         print(f"metricbridge: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -24,7 +24,9 @@ _NEEDS: dict[Disposition, set[str]] = {
     Disposition.SELECT: {"source", "match"},
     Disposition.RELABEL: {"relabel"},
     Disposition.DERIVE: {"derive"},
+    Disposition.APPROXIMATE: {"derive", "help"},
 }
+APPROXIMATION_HELP = "Approximation:"  # how an approximate row's HELP starts
 _NO_WARM_ZERO = {Disposition.STRUCTURAL, Disposition.DROP}
 _UNTYPED_OK = {Disposition.ENGINE, Disposition.STRUCTURAL, Disposition.DROP}
 _SCALABLE = {MetricType.COUNTER, MetricType.GAUGE, MetricType.HISTOGRAM, MetricType.SUMMARY}
@@ -70,6 +72,13 @@ def _check_meaning(rule: FamilyRule, check: RuleIssues) -> None:
     for label in rule.match:
         if label in _RESERVED_LABELS:
             check.add(".match", f"cannot select on {label!r}")
+    help_text = rule.help
+    if rule.disposition is Disposition.APPROXIMATE and help_text is not None:  # noqa: SIM102
+        if not help_text.startswith(APPROXIMATION_HELP):
+            check.add(
+                ".help",
+                f"an approximation's HELP starts with {APPROXIMATION_HELP!r} and says what it is",
+            )
 
 
 def _check_factor(rule: FamilyRule, check: RuleIssues) -> None:

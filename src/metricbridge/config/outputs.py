@@ -82,9 +82,9 @@ def _check_chaining(config: Config, issues: Issues) -> None:
     derived: dict[str, FamilyRule] = {}
     hidden = dict(_renamed_away(config))
     for rule in config.families:
-        if rule.disposition is Disposition.DERIVE:
+        if rule.derive is not None:  # derive and approximate rows
             derived.setdefault(rule.name, rule)
-        if rule.disposition is Disposition.DERIVE or _reads_upstream(rule):
+        if rule.derive is not None or _reads_upstream(rule):
             translated.setdefault(rule.name, rule)
         if rule.disposition is Disposition.DROP:
             hidden.setdefault(rule.name, rule)
@@ -132,7 +132,7 @@ def _check_derive_reads(
 def _refuse_chained_source(rule: FamilyRule, producer: FamilyRule, check: RuleIssues) -> None:
     hint = (
         f": read the upstream family it reads ({producer.source}) instead"
-        if producer.source and producer.disposition is not Disposition.DERIVE
+        if producer.source and producer.derive is None
         else ""
     )
     check.add(

@@ -29,6 +29,9 @@ class Disposition(StrEnum):
     RELABEL = "relabel"  # labels rewritten
     DROP = "drop"  # the family is not served
     DERIVE = "derive"  # computed from community families or /server_info
+    # computed like a derive, but not what the contract defines: served only when a profile
+    # switches approximations on (``--profile approximations``), else an engine row
+    APPROXIMATE = "approximate"
     ENGINE = "engine"  # needs instrumentation inside the engine
     STRUCTURAL = "structural"  # never emitted, by contract
 
@@ -98,6 +101,7 @@ class FamilyRule:
     warm_zero: WarmZero | None = None
     idle: IdlePolicy | None = None
     derive: Derive | None = None
+    origin: str | None = None  # the profile file the rule came from; None: the rules file
 
     @property
     def input_name(self) -> str:
@@ -125,3 +129,11 @@ class Config:
     validation: Verify = Verify.STRUCTURE
     idle: IdleConfig = IdleConfig()
     naming: NamingConfig = NamingConfig()
+    profiles: tuple[str, ...] = ()  # the shipped profiles layered over the file, in order
+    approximate: bool = False  # a profile switched the ``approximate`` rows on
+
+    def serves(self, rule: FamilyRule) -> bool:
+        """Whether the bridge computes ``rule``'s derive block (an approximation only if on)."""
+        if rule.derive is None:
+            return False
+        return rule.disposition is not Disposition.APPROXIMATE or self.approximate

@@ -60,6 +60,18 @@ class Operand:
     match: Mapping[str, str] = field(default_factory=frozen_map)  # types.MappingProxyType
     server_info: str | None = None
     per_dp_worker: bool = False  # divide the field by dp_size under DP attention, as SGLang does
+    # series whose label has one of these values are left out (PromQL's !=, or !~ "a|b")
+    exclude: Mapping[str, tuple[str, ...]] = field(default_factory=frozen_map)
+    sample: str | None = None  # a histogram's or summary's "sum" or "count" samples
+
+    def selector(self) -> str:
+        """The operand as a PromQL-like selector: ``family_sum{a="x",b!="y"}``."""
+        if self.family is None:
+            return f"/server_info {self.server_info}"
+        matchers = [f'{k}="{v}"' for k, v in self.match.items()]
+        matchers += [f'{k}!="{v}"' for k, values in self.exclude.items() for v in values]
+        name = self.family + (f"_{self.sample}" if self.sample else "")
+        return f"{name}{{{','.join(matchers)}}}" if matchers else name
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +85,20 @@ class Derive:
     minimum: float | None = None
     labels_from: str | None = None
     drop_labels: tuple[str, ...] = ()
+    factor: float | None = None  # ratio_of_deltas: the ratio times this (a unit change)
+
+    def formula(self) -> str:
+        """The definition in one line, as reports show it."""
+        num, den = self.numerator, self.denominator
+        if self.op is DeriveOp.RATIO_OF_DELTAS and num is not None and den is not None:
+            by = f"sum by ({', '.join(self.by)}) " if self.by else "sum "
+            text = f"Δ {by}{num.selector()} / Δ {by}{den.selector()}"
+            return text + (f" * {self.factor:g}" if self.factor is not None else "")
+        if self.op is DeriveOp.RATIO and num is not None and den is not None:
+            return f"{num.selector()} / max({self.minimum or 0:g}, {den.selector()})"
+        if self.op is DeriveOp.SHARE_ZERO and num is not None:
+            return f"share of {num.selector()} series that are 0"
+        return f"{num.selector() if num is not None else '?'}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,8 +127,11 @@ class NamingConfig:
         return self.prefix.replace(":", "_")
 
 
-_OPERAND_KEYS = {"family", "match", "server_info", "per_dp_worker"}
-_DERIVE_KEYS = {"op", "numerator", "denominator", "by", "minimum", "labels_from", "drop_labels"}
+_OPERAND_KEYS = {"family", "match", "server_info", "per_dp_worker", "exclude", "sample"}
+_DERIVE_KEYS = {
+    "op", "numerator", "denominator", "by", "minimum", "labels_from", "drop_labels", "factor",
+}  # fmt: skip
+_SAMPLES = ("sum", "count")
 _IDLE_KEYS = {"enabled", "after_seconds", "heartbeat_seconds", "when_zero", "when_flat", "zero"}
 # What each op needs (+) and refuses (-), checked at load so a typo never reaches the hot path.
 _DERIVE_NEEDS: dict[DeriveOp, tuple[set[str], set[str]]] = {
@@ -110,9 +139,12 @@ _DERIVE_NEEDS: dict[DeriveOp, tuple[set[str], set[str]]] = {
         {"numerator", "denominator"},
         {"labels_from", "drop_labels", "minimum"},
     ),
-    DeriveOp.RATIO: ({"numerator", "denominator"}, {"by", "labels_from", "drop_labels"}),
-    DeriveOp.SERVER_INFO: ({"numerator"}, {"denominator", "by", "minimum"}),
-    DeriveOp.SHARE_ZERO: ({"numerator"}, {"denominator", "labels_from", "drop_labels", "minimum"}),
+    DeriveOp.RATIO: ({"numerator", "denominator"}, {"by", "labels_from", "drop_labels", "factor"}),
+    DeriveOp.SERVER_INFO: ({"numerator"}, {"denominator", "by", "minimum", "factor"}),
+    DeriveOp.SHARE_ZERO: (
+        {"numerator"},
+        {"denominator", "labels_from", "drop_labels", "minimum", "factor"},
+    ),
 }
 
 
@@ -134,9 +166,15 @@ def _operand(node: yaml.Node, path: str, issues: Issues) -> Operand | None:
         match=fields.get("match", label_map, no.match),
         server_info=fields.get("server_info", string, no.server_info),
         per_dp_worker=fields.get("per_dp_worker", boolean, no.per_dp_worker),
+        exclude=fields.get("exclude", _excluded, no.exclude),
+        sample=fields.get("sample", string, no.sample),
     )
     if not fields.done():
         return None
+    if operand.sample is not None and operand.sample not in _SAMPLES:
+        issues.add(node, f"{path}.sample", f"unknown value {operand.sample!r} (expected sum|count)")
+    if operand.family is None and (operand.exclude or operand.sample or operand.match):
+        issues.add(node, path, "match, exclude and sample select a family's series")
     if (operand.family is None) == (operand.server_info is None):
         issues.add(node, path, "give exactly one of 'family' or 'server_info'")
     elif operand.family is not None and not METRIC_NAME.fullmatch(operand.family):
@@ -144,6 +182,21 @@ def _operand(node: yaml.Node, path: str, issues: Issues) -> Operand | None:
     elif operand.server_info is not None and not _FIELD.fullmatch(operand.server_info):
         issues.add(node, f"{path}.server_info", f"invalid field name {operand.server_info!r}")
     return operand
+
+
+def _excluded(node: yaml.Node, path: str, issues: Issues) -> Mapping[str, tuple[str, ...]]:
+    """``{label: value}`` or ``{label: [values]}``: the series to leave out."""
+    out: dict[str, tuple[str, ...]] = {}
+    for label, (key, value) in mapping(node, path, issues).items():
+        where = f"{path}.{label}"
+        if not LABEL_NAME.fullmatch(label):
+            issues.add(key, where, f"invalid label name {label!r}")
+        if isinstance(value, yaml.ScalarNode):
+            one = string(value, where, issues)
+            out[label] = () if one is None else (one,)
+        else:
+            out[label] = strings(value, where, issues)
+    return frozen_map(out)
 
 
 _OPS = "|".join(op.value for op in DeriveOp)
@@ -183,9 +236,12 @@ def parse_derive(node: yaml.Node, path: str, issues: Issues) -> Derive | None:
         minimum=fields.get("minimum", number, no.minimum),
         labels_from=fields.get("labels_from", string, no.labels_from),
         drop_labels=fields.get("drop_labels", strings, no.drop_labels),
+        factor=fields.get("factor", number, no.factor),
     )
     if not fields.done():
         return None
+    if derive.factor == 0:
+        issues.add(entries["factor"][1], f"{path}.factor", "factor 0 would erase every value")
     for side, operand in (("numerator", derive.numerator), ("denominator", derive.denominator)):
         if (problem := _check_operand_kind(op, side, operand)) is not None:
             issues.add(entries[side][1], f"{path}.{side}", problem)

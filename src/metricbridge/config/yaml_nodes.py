@@ -51,9 +51,9 @@ class RuleIssues:
     def add(self, path: str, message: str, line: int | None = None) -> None:
         """Record a problem at ``families.<rule><path>``, on ``line`` or the rule's own."""
         where = f"families.{self.rule.name}{path}"
-        self.issues.items.append(
-            ConfigIssue(self.issues.source, line or self.rule.line, where, message)
-        )
+        # A profile's rule is reported in the profile's file, where its line is.
+        source = getattr(self.rule, "origin", None) or self.issues.source
+        self.issues.items.append(ConfigIssue(source, line or self.rule.line, where, message))
 
 
 def compose(text: str, issues: Issues) -> yaml.Node | None:

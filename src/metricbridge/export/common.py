@@ -109,7 +109,10 @@ def route(config: Config) -> dict[str, Target]:
         disposition = rule.disposition
         if disposition is Disposition.DROP or is_in_place(rule):
             out[rule.name] = Target.RELABEL
-        elif disposition not in _RECORDED:
+        elif disposition not in _RECORDED and not (
+            disposition is Disposition.APPROXIMATE and config.serves(rule)
+        ):
+            # an approximation is recorded only when a profile switches it on, as it is served
             out[rule.name] = Target.NOTHING
         elif (
             disposition is Disposition.SCALE and rule.type is MetricType.HISTOGRAM

@@ -32,8 +32,10 @@ def _field(operand: Operand | None) -> str:
 
 def _selector(operand: Operand, extra: str) -> str:
     matchers = [f"{k}={promql_string(v)}" for k, v in operand.match.items()]
+    matchers += [f"{k}!={promql_string(v)}" for k, vs in operand.exclude.items() for v in vs]
     matchers += [extra] if extra else []
-    return f"{operand.family}{{{','.join(matchers)}}}" if matchers else str(operand.family)
+    name = f"{operand.family}_{operand.sample}" if operand.sample else str(operand.family)
+    return f"{name}{{{','.join(matchers)}}}" if matchers else name
 
 
 # The bridge derives per pod, and Prometheus then adds the target labels; centrally the same
@@ -58,7 +60,8 @@ def _ratio_of_rates(derive: Derive, numerator: Operand, extra: str, window: str)
     den = f"{agg} (rate({_selector(denominator, extra)}[{window}]))"
     # A group the numerator lacks counts as 0, as the bridge does; a flat denominator has no
     # value (the bridge leaves the series out rather than serve a made-up 0).
-    return f"({num} or 0 * {den}) / ({den} > 0)"
+    ratio = f"({num} or 0 * {den}) / ({den} > 0)"
+    return ratio if derive.factor is None else f"{ratio} * {promql_number(derive.factor)}"
 
 
 def _share_zero(derive: Derive, numerator: Operand, extra: str) -> str:

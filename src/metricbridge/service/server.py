@@ -62,6 +62,7 @@ class ServiceSettings:
     max_connections: int = 512
     idle_timeout: float = 300.0
     write_timeout: float = 30.0
+    profiles: tuple[str, ...] = ()  # shipped profiles layered over the rules file (--profile)
 
 
 @dataclass(slots=True)
@@ -106,8 +107,10 @@ async def _bridge_ctx(app: web.Application) -> AsyncIterator[None]:
         state.bridge = None
 
 
-def _load_and_compile(path: Path | None) -> tuple[Config, CompiledRules]:
-    config = with_idle_switch(load_config(path))
+def _load_and_compile(
+    path: Path | None, profiles: tuple[str, ...] = ()
+) -> tuple[Config, CompiledRules]:
+    config = with_idle_switch(load_config(path, profiles))
     return config, compile_rules(config)
 
 
@@ -260,7 +263,10 @@ async def reload_config(app: web.Application) -> list[str]:
         try:
             # Off the event loop: a large rules file takes seconds to read and compile, and
             # scrapes must go on meanwhile (the old rules serve until the swap below).
-            config, rules = await asyncio.to_thread(_load_and_compile, state.settings.config_path)
+            settings = state.settings
+            config, rules = await asyncio.to_thread(
+                _load_and_compile, settings.config_path, settings.profiles
+            )
         except ConfigError as exc:
             issues = [str(issue) for issue in exc.issues]
         else:

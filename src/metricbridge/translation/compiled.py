@@ -118,6 +118,8 @@ class FamilySeries:
     pairs: frozenset[tuple[str, str]]
     labels: frozenset[str]  # the names in ``pairs``, removed from the selected series
     memory_key: str
+    excluded: frozenset[tuple[str, str]] = frozenset()  # series with any of these are left out
+    sample: str | None = None  # the samples read: the family's own name, or its _sum/_count
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +137,10 @@ class RatioOfDeltas:
     numerator: FamilySeries
     denominator: FamilySeries
     by: frozenset[str]
+    factor: float = 1.0  # the ratio times this
+    # An interval in which a counter was reset has no value (approximations), rather than the
+    # increase since the reset (Prometheus' increase(), the default).
+    skip_resets: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +181,7 @@ class CompiledDerive:
     unit: str | None
     formula: Formula
     reason: str  # the row's reason when it is derived
+    approximated: bool = False  # an approximate row: its state reads approximated
 
 
 Overlays = tuple[tuple[tuple[str, str], ...], ...]  # label pairs laid over each base series
@@ -313,8 +320,13 @@ def _series(operand: Operand | None, rule: FamilyRule) -> FamilySeries:
     if operand is None or operand.family is None:  # config.synthesis refuses it
         raise _unchecked(rule, "the derive reads a family here")
     match = operand.match
+    excluded = frozenset((label, v) for label, values in operand.exclude.items() for v in values)
     key = f"{operand.family}{sorted(match.items())}"
-    return FamilySeries(operand.family, frozenset(match.items()), frozenset(match), key)
+    if excluded or operand.sample:
+        key += f"!{sorted(excluded)}_{operand.sample or ''}"
+    return FamilySeries(
+        operand.family, frozenset(match.items()), frozenset(match), key, excluded, operand.sample
+    )
 
 
 def _field(operand: Operand | None, rule: FamilyRule) -> ServerField:
@@ -326,7 +338,9 @@ def _field(operand: Operand | None, rule: FamilyRule) -> ServerField:
 def _formula(derive: Derive, rule: FamilyRule) -> Formula:
     if derive.op is DeriveOp.RATIO_OF_DELTAS:
         numerator, denominator = _series(derive.numerator, rule), _series(derive.denominator, rule)
-        return RatioOfDeltas(numerator, denominator, frozenset(derive.by))
+        factor = 1.0 if derive.factor is None else derive.factor
+        approximate = rule.disposition is Disposition.APPROXIMATE
+        return RatioOfDeltas(numerator, denominator, frozenset(derive.by), factor, approximate)
     if derive.op is DeriveOp.RATIO:
         below = derive.denominator
         reads_field = below is not None and below.server_info is not None
@@ -340,6 +354,9 @@ def _formula(derive: Derive, rule: FamilyRule) -> Formula:
 
 def _compile_derive(rule: FamilyRule, derive: Derive) -> CompiledDerive:
     formula = _formula(derive, rule)
+    if rule.disposition is Disposition.APPROXIMATE:
+        reason = f"approximated: {derive.formula()}"
+        return CompiledDerive(rule.name, rule.help, rule.unit, formula, reason, approximated=True)
     return CompiledDerive(
         rule.name, rule.help or rule.note, rule.unit, formula, f"derived ({derive.op})"
     )
@@ -422,7 +439,7 @@ def compile_rules(config: Config) -> CompiledRules:
             bucket.insert(0, compiled) if compiled.in_place else bucket.append(compiled)
             if not compiled.in_place and not rule.keep_source:
                 consumed.add(rule.input_name)
-        if rule.derive is not None:
+        if rule.derive is not None and config.serves(rule):
             derives.append(_compile_derive(rule, rule.derive))
         if rule.warm_zero is not None:
             warm.append(_compile_warm(rule, rule.warm_zero))

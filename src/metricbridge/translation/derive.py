@@ -13,7 +13,14 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from metricbridge.model.family import AnyFamily, Family, FamilyMeta, Labels, MetricType
+from metricbridge.model.family import (
+    AnyFamily,
+    Family,
+    FamilyMeta,
+    Labels,
+    MetricType,
+    sample_base,
+)
 from metricbridge.translation.compiled import (
     CompiledDerive,
     FamilySeries,
@@ -45,6 +52,7 @@ class Derived:
     family: Family | None
     reason: str
     pending: bool = False  # no family only until the next fetch: a rate needs two
+    approximated: bool = False  # an approximate row's family
 
 
 def selected(
@@ -54,10 +62,15 @@ def selected(
     family = parse(families.get(operand.family))
     if family is None:
         return None
-    wanted, matched = operand.pairs, operand.labels
+    wanted, matched, excluded = operand.pairs, operand.labels, operand.excluded
+    if operand.sample is None:
+        samples = value_samples(family)
+    else:  # a histogram's or summary's _sum or _count
+        name = f"{sample_base(family.name, family.meta.type)}_{operand.sample}"
+        samples = [s for s in family.samples if s.name == name]
     out = []
-    for sample in value_samples(family):
-        if wanted.issubset(sample.labels):
+    for sample in samples:
+        if wanted.issubset(sample.labels) and excluded.isdisjoint(sample.labels):
             rest = tuple(sorted(p for p in sample.labels if p[0] not in matched))
             out.append((rest, sample.value))
     return out
@@ -65,6 +78,10 @@ def selected(
 
 def _group(labels: Labels, by: frozenset[str]) -> Labels:
     return tuple(sorted(p for p in labels if p[0] in by))
+
+
+def _restarted(name: str, series: Values, memory: CounterMemory) -> bool:
+    return any(value < memory.get((name, labels), value) for labels, value in series)
 
 
 def _deltas(
@@ -76,7 +93,7 @@ def _deltas(
 ) -> dict[Labels, float]:
     # One series going down means the engine restarted: every series of the family started
     # over, including those that have already grown past their old values.
-    restarted = any(value < memory.get((name, labels), value) for labels, value in series)
+    restarted = _restarted(name, series, memory)
     sums: dict[Labels, float] = {}
     for labels, value in series:
         seen[(name, labels)] = value
@@ -106,12 +123,19 @@ def _ratio_of_deltas(
     if num is None or den is None:
         absent = numerator.family if num is None else denominator.family
         return f"{absent} is absent upstream"
+    reset = formula.skip_resets and (
+        _restarted(numerator.memory_key, num, memory)
+        or _restarted(denominator.memory_key, den, memory)
+    )
     num_deltas = _deltas(numerator.memory_key, num, memory, formula.by, seen)
     den_deltas = _deltas(denominator.memory_key, den, memory, formula.by, seen)
     if not den_deltas:
         return NEEDS_TWO_FETCHES
+    if reset:
+        return "no value: a counter was reset since the previous fetch"
+    factor = formula.factor
     out = [
-        (group, num_deltas.get(group, 0.0) / moved)
+        (group, num_deltas.get(group, 0.0) / moved * factor)
         for group, moved in den_deltas.items()
         if moved > 0
     ]
@@ -249,5 +273,7 @@ def derive_all(
             continue
         meta = FamilyMeta(name, MetricType.GAUGE, derive.help, derive.unit)
         samples = tuple(gauge_sample(name, labels, value) for labels, value in values)
-        results[name] = Derived(Family(meta, samples), derive.reason)
+        results[name] = Derived(
+            Family(meta, samples), derive.reason, approximated=derive.approximated
+        )
     return results, seen

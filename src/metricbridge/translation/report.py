@@ -29,6 +29,7 @@ def contract_report(config: Config, translation: Translation | None) -> dict[str
                 "warm_zero": rule.warm_zero is not None,
                 "branches": list(rule.branches),
                 "note": rule.note,
+                "formula": rule.derive.formula() if rule.derive is not None else None,
             }
         )
     items = [
@@ -37,6 +38,7 @@ def contract_report(config: Config, translation: Translation | None) -> dict[str
     ]
     return {
         "config": config.source,
+        "profiles": list(config.profiles),
         "rows": rows,
         "items": items,
         "totals": {state.value: totals.get(state.value, 0) for state in RowState},

@@ -20,6 +20,7 @@ class RowState(StrEnum):
     NATIVE = "native"  # served under the contract name by the engine itself
     TRANSLATED = "translated"  # served, computed from a community family
     SYNTHESIZED = "synthesized"  # served as warm-zero: 0 until the engine has the series
+    APPROXIMATED = "approximated"  # served, computed, but not the contract's definition
     MISSING = "missing"  # not served; see the reason
     STRUCTURAL = "structural"  # absent by contract
 
@@ -35,6 +36,13 @@ class RowStatus:
     state: RowState
     reason: str
     pending: bool = False
+
+
+# An approximate row while no profile switches approximations on: an engine row then.
+APPROXIMATION_OFF = (
+    "needs instrumentation inside the engine; an approximation is served with "
+    "--profile approximations"
+)
 
 
 def row_status(  # noqa: PLR0911 - a decision table
@@ -55,6 +63,8 @@ def row_status(  # noqa: PLR0911 - a decision table
         return RowStatus(RowState.TRANSLATED, f"{disposition} of {input_name}")
     if disposition is Disposition.ENGINE:
         return RowStatus(RowState.MISSING, "needs instrumentation inside the engine")
+    if disposition is Disposition.APPROXIMATE:
+        return RowStatus(RowState.MISSING, APPROXIMATION_OFF)
     if disposition is Disposition.NATIVE:
         return RowStatus(RowState.MISSING, "the engine has not emitted it (yet)")
     return RowStatus(RowState.MISSING, f"source {input_name} is absent upstream")

@@ -261,7 +261,8 @@ def _synthesize(
     for name, result in derived.items():
         if result.family is not None:
             run.out.append(result.family)
-            run.rows[name] = RowStatus(RowState.TRANSLATED, result.reason)
+            row_state = RowState.APPROXIMATED if result.approximated else RowState.TRANSLATED
+            run.rows[name] = RowStatus(row_state, result.reason)
         elif name not in run.present:
             run.rows[name] = RowStatus(RowState.MISSING, result.reason, pending=result.pending)
     before = {family.name for family in run.out}
