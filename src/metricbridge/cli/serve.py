@@ -39,7 +39,6 @@ from metricbridge.cli.problems import print_config_error
 from metricbridge.config.load import load_config
 from metricbridge.errors import ConfigError, ListenError
 from metricbridge.service.allocator import MMAP_THRESHOLD, tune_malloc
-from metricbridge.service.snapshot import FetchSettings
 from metricbridge.service.connections import fitted_cap
 from metricbridge.service.scrape import Upstream, parse_upstream
 from metricbridge.service.server import (
@@ -49,6 +48,7 @@ from metricbridge.service.server import (
     reload_config,
     with_idle_switch,
 )
+from metricbridge.service.snapshot import FetchSettings
 
 DEFAULT_LISTEN = ":9850"
 EXIT_OK, EXIT_USAGE = 0, 2

@@ -24,7 +24,6 @@ from metricbridge.exposition.writer import PIECE_SIZE, write_chunks
 from metricbridge.model.family import AnyFamily, Format
 from metricbridge.service.background import heartbeat, poll_server_info, server_info_urls
 from metricbridge.service.bridge import Bridge
-from metricbridge.service.snapshot import FetchSettings, Snapshot
 from metricbridge.service.gzip_framing import close_gzip, gzip_member
 from metricbridge.service.name_filter import select_samples
 from metricbridge.service.negotiation import (
@@ -35,6 +34,7 @@ from metricbridge.service.negotiation import (
 )
 from metricbridge.service.scrape import Upstream
 from metricbridge.service.selfmetrics import SelfMetrics
+from metricbridge.service.snapshot import FetchSettings, Snapshot
 from metricbridge.translation.compiled import CompiledRules, compile_rules
 from metricbridge.translation.report import contract_report
 
