@@ -22,7 +22,7 @@ from payloads import payloads
 
 from metricbridge.config.load import load_config
 from metricbridge.model.family import Format
-from metricbridge.translation.compiled import compile_rules
+from metricbridge.translation.compiler import compile_rules
 from metricbridge.translation.pipeline import render, run_pipeline
 
 

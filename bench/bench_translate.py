@@ -35,7 +35,8 @@ from metricbridge.exposition.caches import CodecCaches
 from metricbridge.exposition.reader import Exposition, read_exposition
 from metricbridge.exposition.writer import write_exposition
 from metricbridge.model.family import Format, Verify
-from metricbridge.translation.compiled import CompiledRules, compile_rules
+from metricbridge.translation.compiled import CompiledRules
+from metricbridge.translation.compiler import compile_rules
 from metricbridge.translation.pipeline import render, run_pipeline
 from metricbridge.translation.translate import Translation, translate
 

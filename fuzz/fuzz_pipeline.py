@@ -28,7 +28,7 @@ with atheris.instrument_imports(include=["metricbridge"]):
     from metricbridge.errors import ExpositionError
     from metricbridge.exposition.reader import read_exposition
     from metricbridge.model.family import Format, Verify
-    from metricbridge.translation.compiled import compile_rules
+    from metricbridge.translation.compiler import compile_rules
     from metricbridge.translation.pipeline import render, run_pipeline
 
 from prometheus_client.parser import text_string_to_metric_families

@@ -20,7 +20,7 @@ from metricbridge.errors import ConfigError
 from metricbridge.exposition.reader import read_exposition
 from metricbridge.exposition.writer import write_exposition
 from metricbridge.model.family import Family, FamilyMeta, Format, MetricType, Sample
-from metricbridge.translation.compiled import compile_rules
+from metricbridge.translation.compiler import compile_rules
 from metricbridge.translation.series import zero_series
 from metricbridge.translation.translate import translate
 
@@ -487,7 +487,7 @@ families:
         "inline",
     )
     from metricbridge.model.family import Family, FamilyMeta, MetricType, Sample  # noqa: PLC0415
-    from metricbridge.translation.compiled import compile_rules  # noqa: PLC0415
+    from metricbridge.translation.compiler import compile_rules  # noqa: PLC0415
     from metricbridge.translation.ops import relabel  # noqa: PLC0415
 
     compiled = compile_rules(config).by_input["x_total"][0]

@@ -20,7 +20,7 @@ from metricbridge.config.load import load_config
 from metricbridge.exposition.family_parse import parse_family
 from metricbridge.model.family import Format
 from metricbridge.simulator.server import SimulatedEncoder, SimulatedEngine
-from metricbridge.translation.compiled import compile_rules
+from metricbridge.translation.compiler import compile_rules
 from metricbridge.translation.pipeline import run_pipeline
 
 DASHBOARD = TESTS.parent / "deploy" / "grafana" / "metricbridge-contract.json"

@@ -26,7 +26,7 @@ from metricbridge.export.prometheus_rules import RuleFormat, export_rules
 from metricbridge.exposition.family_parse import parse_family
 from metricbridge.exposition.reader import read_exposition
 from metricbridge.model.family import AnyFamily, Format, Verify
-from metricbridge.translation.compiled import compile_rules
+from metricbridge.translation.compiler import compile_rules
 from metricbridge.translation.pipeline import run_pipeline
 
 EXPORT = TESTS / "export"

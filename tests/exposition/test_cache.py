@@ -28,7 +28,8 @@ from metricbridge.exposition.writer import write_exposition
 from metricbridge.model.cache import ENTRY_OVERHEAD, ByteLRU
 from metricbridge.model.family import Format, Verify
 from metricbridge.simulator.engine import SimulatedEngine
-from metricbridge.translation.compiled import CompiledRules, compile_rules
+from metricbridge.translation.compiled import CompiledRules
+from metricbridge.translation.compiler import compile_rules
 from metricbridge.translation.translate import translate
 
 # --- the cache type -------------------------------------------------------------------------

@@ -46,7 +46,8 @@ from metricbridge.exposition.family_parse import parse_family
 from metricbridge.exposition.reader import read_exposition
 from metricbridge.model.family import AnyFamily, Format, Sample, Verify
 from metricbridge.simulator.engine import SimulatedEngine
-from metricbridge.translation.compiled import CompiledRules, compile_rules
+from metricbridge.translation.compiled import CompiledRules
+from metricbridge.translation.compiler import compile_rules
 from metricbridge.translation.pipeline import Outcome, run_pipeline
 from metricbridge.translation.pipeline import render as write
 from metricbridge.translation.translate import SynthState, translate

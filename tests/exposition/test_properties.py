@@ -55,7 +55,8 @@ from metricbridge.config.load import parse_config
 from metricbridge.errors import ExpositionError
 from metricbridge.exposition.reader import read_exposition
 from metricbridge.model.family import Format, MetricType, Verify, sample_base
-from metricbridge.translation.compiled import CompiledRules, compile_rules
+from metricbridge.translation.compiled import CompiledRules
+from metricbridge.translation.compiler import compile_rules
 from metricbridge.translation.pipeline import Outcome, run_pipeline
 from metricbridge.translation.pipeline import render as mb_render
 

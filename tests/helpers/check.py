@@ -18,7 +18,7 @@ from metricbridge.analysis.findings import CheckReport, Finding
 from metricbridge.analysis.served import Payload, Served, serve_payloads
 from metricbridge.cli.main import main
 from metricbridge.config.load import load_config
-from metricbridge.translation.compiled import compile_rules
+from metricbridge.translation.compiler import compile_rules
 from metricbridge.translation.contract_index import ContractIndex
 from metricbridge.translation.pipeline import detect_format
 

@@ -10,7 +10,8 @@ from metricbridge.config.load import load_config
 from metricbridge.exposition.family_parse import parse_family
 from metricbridge.exposition.reader import read_exposition
 from metricbridge.model.family import Format
-from metricbridge.translation.compiled import CompiledRules, compile_rules
+from metricbridge.translation.compiled import CompiledRules
+from metricbridge.translation.compiler import compile_rules
 from metricbridge.translation.report import contract_report
 from metricbridge.translation.translate import RowState, SynthState, Translation, translate
 

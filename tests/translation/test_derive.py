@@ -22,8 +22,8 @@ from metricbridge.translation.compiled import (
     RatioOfDeltas,
     ServerField,
     ShareZero,
-    compile_rules,
 )
+from metricbridge.translation.compiler import compile_rules
 from metricbridge.translation.derive import (
     NEEDS_TWO_FETCHES,
     CounterMemory,

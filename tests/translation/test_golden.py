@@ -15,7 +15,8 @@ import pytest
 from helpers.paths import FIXTURES, TESTS
 from metricbridge.config.load import load_config
 from metricbridge.model.family import Format, Verify
-from metricbridge.translation.compiled import CompiledRules, compile_rules
+from metricbridge.translation.compiled import CompiledRules
+from metricbridge.translation.compiler import compile_rules
 from metricbridge.translation.pipeline import detect_format, render, run_pipeline
 
 GOLDEN = TESTS / "golden"

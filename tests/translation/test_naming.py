@@ -15,7 +15,7 @@ from helpers.paths import FIXTURES
 from helpers.service import PROM2_ACCEPT, PROM3_ACCEPT, FakeUpstream, bridge_app
 from metricbridge.config.load import load_config, parse_config
 from metricbridge.model.family import Format, Verify
-from metricbridge.translation.compiled import compile_rules
+from metricbridge.translation.compiler import compile_rules
 from metricbridge.translation.pipeline import render, run_pipeline
 
 TP1 = (FIXTURES / "tp1.prom").read_bytes()

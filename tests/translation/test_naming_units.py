@@ -16,7 +16,7 @@ from metricbridge.config.synthesis import NamingConfig
 from metricbridge.exposition.family_parse import parse_family
 from metricbridge.exposition.reader import read_exposition
 from metricbridge.model.family import AnyFamily, Format, MetricType
-from metricbridge.translation.compiled import compile_rules
+from metricbridge.translation.compiler import compile_rules
 from metricbridge.translation.naming import escaped_copies, restore_escaped
 
 TP1 = (FIXTURES / "tp1.prom").read_bytes()

@@ -18,7 +18,7 @@ from helpers.paths import TEXT_FIXTURES
 from metricbridge.config.load import load_config
 from metricbridge.exposition.reader import read_exposition
 from metricbridge.model.family import Format
-from metricbridge.translation.compiled import compile_rules
+from metricbridge.translation.compiler import compile_rules
 from metricbridge.translation.pipeline import run_pipeline
 from metricbridge.translation.translate import SynthState, translate
 

@@ -17,14 +17,8 @@ from metricbridge.errors import ScaleError
 from metricbridge.exposition.family_parse import parse_family
 from metricbridge.exposition.reader import read_exposition
 from metricbridge.model.family import AnyFamily, Family, FamilyMeta, Format, MetricType, Sample
-from metricbridge.translation.compiled import (
-    CompiledRule,
-    Relabel,
-    Rename,
-    Scale,
-    Select,
-    compile_rules,
-)
+from metricbridge.translation.compiled import CompiledRule, Relabel, Rename, Scale, Select
+from metricbridge.translation.compiler import compile_rules
 from metricbridge.translation.ops import relabel, rename, scale, select
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"

@@ -18,7 +18,8 @@ from metricbridge.exposition.family_parse import parse_family
 from metricbridge.exposition.reader import read_exposition
 from metricbridge.exposition.writer import write_exposition
 from metricbridge.model.family import Format
-from metricbridge.translation.compiled import CompiledRules, compile_rules
+from metricbridge.translation.compiled import CompiledRules
+from metricbridge.translation.compiler import compile_rules
 from metricbridge.translation.translate import (
     RowState,
     RowStatus,

@@ -16,7 +16,8 @@ from metricbridge.config.load import load_config, parse_config
 from metricbridge.exposition.family_parse import parse_family
 from metricbridge.exposition.reader import read_exposition
 from metricbridge.model.family import AnyFamily, Family, Format, Labels, MetricType
-from metricbridge.translation.compiled import CompiledWarmZero, compile_rules
+from metricbridge.translation.compiled import CompiledWarmZero
+from metricbridge.translation.compiler import compile_rules
 from metricbridge.translation.series import by_name, parsed_or_none
 from metricbridge.translation.warm_zero import WarmOutcome, expected_series, warm_zero
 

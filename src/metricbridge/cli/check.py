@@ -47,7 +47,8 @@ from metricbridge.errors import ConfigError, InputError
 from metricbridge.render.contract import render_contract
 from metricbridge.render.diff import render_diff
 from metricbridge.render.findings import render_check
-from metricbridge.translation.compiled import CompiledRules, compile_rules
+from metricbridge.translation.compiled import CompiledRules
+from metricbridge.translation.compiler import compile_rules
 from metricbridge.translation.contract_index import ContractIndex
 from metricbridge.translation.report import contract_report
 

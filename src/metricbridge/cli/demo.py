@@ -21,7 +21,8 @@ from aiohttp import web
 from metricbridge.cli.logs import configure_logging
 from metricbridge.cli.options import choice, port_number, positive_int, positive_seconds
 from metricbridge.cli.problems import print_config_error
-from metricbridge.cli.serve import LOG_LEVELS, format_address, listen, listen_address
+from metricbridge.cli.serve import format_address, listen
+from metricbridge.cli.serve_options import LOG_LEVELS, listen_address
 from metricbridge.config.load import load_config
 from metricbridge.config.schema import Config
 from metricbridge.errors import ConfigError, ListenError

@@ -22,7 +22,7 @@ from metricbridge.cli.problems import print_config_error
 from metricbridge.config.load import load_config
 from metricbridge.errors import ConfigError, ExpositionError, OutputError
 from metricbridge.model.family import Format, Verify
-from metricbridge.translation.compiled import compile_rules
+from metricbridge.translation.compiler import compile_rules
 from metricbridge.translation.pipeline import detect_format, render, run_pipeline, stray_eof_line
 
 EXIT_OK, EXIT_USAGE = 0, 2

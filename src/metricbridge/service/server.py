@@ -35,7 +35,8 @@ from metricbridge.service.negotiation import (
 from metricbridge.service.scrape import Upstream
 from metricbridge.service.selfmetrics import SelfMetrics
 from metricbridge.service.snapshot import FetchSettings, Snapshot
-from metricbridge.translation.compiled import CompiledRules, compile_rules
+from metricbridge.translation.compiled import CompiledRules
+from metricbridge.translation.compiler import compile_rules
 from metricbridge.translation.report import contract_report
 
 log = logging.getLogger("metricbridge.server")

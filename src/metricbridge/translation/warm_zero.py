@@ -13,7 +13,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from metricbridge.model.family import AnyFamily, Family, FamilyMeta, Labels
-from metricbridge.translation.compiled import CompiledWarmZero, Inheritance, expected_labels
+from metricbridge.translation.compiled import CompiledWarmZero, Inheritance
+from metricbridge.translation.compiler import expected_labels
 from metricbridge.translation.series import by_name, parsed_or_none, series_labels, zero_series
 
 
