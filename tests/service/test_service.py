@@ -20,7 +20,7 @@ from helpers.service import PROM2_ACCEPT, PROM3_ACCEPT, FakeUpstream, bridge_app
 from metricbridge.config.load import load_config
 from metricbridge.service.negotiation import scrape_timeout
 from metricbridge.service.server import STATE
-from metricbridge.translation.compiled import compile_rules
+from metricbridge.translation.compiler import compile_rules
 
 TIMEOUT_HEADER = "X-Prometheus-Scrape-Timeout-Seconds"
 
@@ -138,7 +138,10 @@ async def test_contract_report_matches_the_fixture(aiohttp_server, aiohttp_clien
     assert rows["sglang:request_waiting_time"]["state"] == "translated"
     assert rows["sglang:num_aborted_requests_total"]["state"] == "native"  # tp1 saw aborts
     assert rows["sglang:generation_time"]["state"] == "missing"
-    assert rows["sglang:generation_time"]["reason"] == "needs instrumentation inside the engine"
+    assert rows["sglang:generation_time"]["reason"] == (
+        "needs instrumentation inside the engine; an approximation is served with --profile "
+        "approximations"
+    )
     assert (
         rows["sglang:kvcache_transfer_time"]["reason"]
         == "source sglang:kv_transfer_latency_ms is absent upstream"

@@ -104,7 +104,7 @@ class ContractIndex:
         status = self.states.get(rule.name)
         if rule.disposition is Disposition.STRUCTURAL:
             return Verdict(MissingClass.STRUCTURAL, rule.name, rule.note or "never emitted")
-        if rule.disposition is Disposition.ENGINE:
+        if rule.disposition is Disposition.ENGINE or (status is not None and status.engine):
             note = rule.note or "no note in the contract"
             return Verdict(MissingClass.ENGINE, rule.name, note)
         if status is not None and status.state is RowState.STRUCTURAL:

@@ -31,11 +31,14 @@ class RowStatus:
 
     ``pending``: missing only for want of a previous fetch (a rate between two), which the
     next fetch serves; contract_index tells such rows from broken ones by it, not the reason.
+    ``engine``: missing until the engine itself is instrumented (an engine row, or an
+    approximation no profile switched on); contract_index classes such rows by it.
     """
 
     state: RowState
     reason: str
     pending: bool = False
+    engine: bool = False
 
 
 # An approximate row while no profile switches approximations on: an engine row then.
@@ -62,9 +65,9 @@ def row_status(  # noqa: PLR0911 - a decision table
     if served:
         return RowStatus(RowState.TRANSLATED, f"{disposition} of {input_name}")
     if disposition is Disposition.ENGINE:
-        return RowStatus(RowState.MISSING, "needs instrumentation inside the engine")
+        return RowStatus(RowState.MISSING, "needs instrumentation inside the engine", engine=True)
     if disposition is Disposition.APPROXIMATE:
-        return RowStatus(RowState.MISSING, APPROXIMATION_OFF)
+        return RowStatus(RowState.MISSING, APPROXIMATION_OFF, engine=True)
     if disposition is Disposition.NATIVE:
         return RowStatus(RowState.MISSING, "the engine has not emitted it (yet)")
     return RowStatus(RowState.MISSING, f"source {input_name} is absent upstream")
