@@ -10,6 +10,7 @@
      │                        re-raises it as an ExpositionError that names the line
      ├── ScaleError           (translation) a histogram bound that is not a number cannot be
      │                        scaled; translation reports it as an ExpositionError of its family
+     ├── RegexError           (model) a relabel regex RE2, and so Prometheus, refuses
      ├── UpstreamError        the engine could not be scraped; carries a short reason label
      ├── InputError           (analysis) a dashboard, rule file or snapshot that cannot be used
      ├── PromQLError          (analysis) an expression the PromQL parser rejects; inside a readable
@@ -89,6 +90,10 @@ class LineError(MetricbridgeError, ValueError):
 
 class ScaleError(MetricbridgeError, ValueError):
     """A histogram bound that is not a number cannot be scaled."""
+
+
+class RegexError(MetricbridgeError, ValueError):
+    """A regex RE2 refuses, as Prometheus would; the message is RE2's reason."""
 
 
 class UpstreamError(MetricbridgeError):

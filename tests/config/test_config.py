@@ -95,8 +95,8 @@ EXPECTED: dict[str, list[str]] = {
     ],
     "bad_regex": [
         (
-            "7: families.sglang:cached_tokens_total.relabel[0].regex: cannot compile 'storage([': "
-            "unterminated character set at position 8"
+            "7: families.sglang:cached_tokens_total.relabel[0].regex: cannot compile 'storage([' "
+            "as RE2: missing ]: ["
         ),
     ],
     "counter_without_total": [

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import re
-
 from metricbridge.config.outputs import check_outputs
 from metricbridge.config.schema import Config, Disposition, FamilyRule, RelabelAction, RelabelConfig
 from metricbridge.config.templates import compile_template
 from metricbridge.config.yaml_nodes import Issues, RuleIssues
-from metricbridge.errors import TemplateError
+from metricbridge.errors import RegexError, TemplateError
 from metricbridge.model.family import MetricType
 from metricbridge.model.names import LABEL_NAME
+from metricbridge.model.regex import compile_regex
 
 _OPERATIONS = {"source", "factor", "match", "relabel", "derive"}
 # Which optional fields each disposition requires; of the operations, the rest are refused.
@@ -141,9 +140,9 @@ def _check_relabel_fields(step: RelabelConfig, path: str, check: RuleIssues) -> 
 def _check_relabel(index: int, step: RelabelConfig, check: RuleIssues) -> None:
     path = f".relabel[{index}]"
     try:
-        pattern = re.compile(step.regex)
-    except re.error as exc:
-        check.add(f"{path}.regex", f"cannot compile {step.regex!r}: {exc}", step.line)
+        pattern = compile_regex(step.regex)
+    except RegexError as exc:
+        check.add(f"{path}.regex", f"cannot compile {step.regex!r} as RE2: {exc}", step.line)
         return
     _check_relabel_fields(step, path, check)
     if step.action not in _EXPANDING:

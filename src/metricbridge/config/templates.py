@@ -5,11 +5,12 @@ from __future__ import annotations
 import re
 
 from metricbridge.errors import TemplateError
+from metricbridge.model.regex import Match, Pattern
 
 _REFERENCE = re.compile(r"\$(?:\{([A-Za-z0-9_]+)\}|([0-9]+)|([A-Za-z_][A-Za-z0-9_]*))|\$\$")
 
 
-def compile_template(template: str, pattern: re.Pattern[str]) -> str:
+def compile_template(template: str, pattern: Pattern) -> str:
     """Turn ``$1``/``${1}``/``${name}``/``$name`` into an ``re`` expansion template.
 
     Unlike Go's ``Expand``, which silently substitutes "" for a missing group, a reference the
@@ -42,7 +43,7 @@ def compile_template(template: str, pattern: re.Pattern[str]) -> str:
 Expansion = tuple[str | int, ...]
 
 
-def template_parts(template: str, pattern: re.Pattern[str]) -> Expansion:
+def template_parts(template: str, pattern: Pattern) -> Expansion:
     """``template`` parsed once into what ``expand`` joins (errors as ``compile_template``).
 
     ``re.Match.expand`` parses its template on every call (Python 3.11); the relabel hot path
@@ -80,7 +81,7 @@ def template_parts(template: str, pattern: re.Pattern[str]) -> Expansion:
     return tuple(parts)
 
 
-def expand(parts: Expansion, hit: re.Match[str]) -> str:
+def expand(parts: Expansion, hit: Match) -> str:
     """What ``hit.expand`` gives for the template that ``parts`` came from.
 
     A group that took no part in the match inserts "", as ``re`` does.

@@ -17,7 +17,6 @@ frozensets, sequences tuples.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -28,6 +27,7 @@ from metricbridge.config.schema import (
 from metricbridge.config.synthesis import IdleConfig, NamingConfig
 from metricbridge.config.templates import Expansion
 from metricbridge.model.family import FamilyMeta, Labels, MetricType, Verify
+from metricbridge.model.regex import Pattern
 from metricbridge.translation.rows import RowStatus
 
 
@@ -38,7 +38,7 @@ class CompiledRelabel:
     action: RelabelAction
     source_labels: tuple[str, ...]
     separator: str
-    regex: re.Pattern[str]
+    regex: Pattern  # RE2, as Prometheus: see model.regex
     target_label: Expansion | None  # replace: the target's template; other actions: None
     replacement: Expansion  # replace and labelmap: the template; other actions: ()
 

@@ -6,7 +6,6 @@ What each object holds, and why it is frozen and dict-free, is in ``translation.
 from __future__ import annotations
 
 import itertools
-import re
 from types import MappingProxyType
 
 from metricbridge.config.schema import (
@@ -21,6 +20,7 @@ from metricbridge.config.schema import (
 from metricbridge.config.synthesis import Derive, DeriveOp, Operand
 from metricbridge.config.templates import Expansion, template_parts
 from metricbridge.model.family import Labels
+from metricbridge.model.regex import compile_regex
 from metricbridge.translation.compiled import (
     CompiledDerive,
     CompiledRelabel,
@@ -59,7 +59,7 @@ _TRANSFORMS = frozenset(
 
 def _compile_step(step: RelabelConfig) -> CompiledRelabel:
     # Anchored like Prometheus' relabel.NewRegexp, which wraps the pattern in ^(?:...)$.
-    pattern = re.compile(f"(?:{step.regex})")
+    pattern = compile_regex(f"(?:{step.regex})")
     target: Expansion | None = None
     replacement: Expansion = ()
     if step.action is RelabelAction.REPLACE:
