@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from metricbridge.config.outputs import check_outputs
 from metricbridge.config.schema import Config, Disposition, FamilyRule, RelabelAction, RelabelConfig
 from metricbridge.config.templates import compile_template
@@ -95,6 +97,11 @@ def _check_factor(rule: FamilyRule, check: RuleIssues) -> None:
         )
 
 
+# Series one warm-zero rule may make from its ``values`` lists (their product): the shipped
+# contract uses none; a product in the millions is a mistake, not a contract.
+MAX_WARM_ZERO_COMBINATIONS = 10_000
+
+
 def _check_warm_zero(rule: FamilyRule, check: RuleIssues) -> None:
     warm = rule.warm_zero
     if warm is None:
@@ -117,6 +124,13 @@ def _check_warm_zero(rule: FamilyRule, check: RuleIssues) -> None:
     clash = set(warm.values) & set(warm.set)
     if clash:
         check.add(".warm_zero", f"label(s) {sorted(clash)} are in both 'values' and 'set'")
+    combinations = math.prod(len(values) for values in warm.values.values())
+    if combinations > MAX_WARM_ZERO_COMBINATIONS:
+        check.add(
+            ".warm_zero.values",
+            f"the value lists make {combinations:,} label combinations, each a series to serve "
+            f"(at most {MAX_WARM_ZERO_COMBINATIONS:,})",
+        )
 
 
 def _check_relabel_fields(step: RelabelConfig, path: str, check: RuleIssues) -> None:

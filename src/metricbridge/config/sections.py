@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 import re
 from collections.abc import Mapping
 from enum import StrEnum
@@ -175,6 +176,12 @@ def _rule(name: str, line: int, entries: Entries, path: str, issues: Issues) -> 
     return rule if fields.done() and disposition is not None else None
 
 
+# Rows one templated name may expand to: the shipped contract's largest template makes 8.
+# Checked before expanding, so a short file (8 fields of 10 values through one YAML alias is
+# 10^8 rows) is refused at once instead of loading for ever.
+MAX_TEMPLATE_ROWS = 1_000
+
+
 def _expand(
     name: str,
     name_node: yaml.Node,
@@ -199,6 +206,14 @@ def _expand(
             key_node,
             f"{path}.template",
             f"template fields {sorted(values)} do not match the name's {sorted(fields)}",
+        )
+        return []
+    rows = math.prod(len(values[f]) for f in fields)
+    if rows > MAX_TEMPLATE_ROWS:
+        issues.add(
+            key_node,
+            f"{path}.template",
+            f"the template makes {rows:,} rows (at most {MAX_TEMPLATE_ROWS:,}); split it",
         )
         return []
     names = []

@@ -59,18 +59,63 @@ class RuleIssues:
 def compose(text: str, issues: Issues) -> yaml.Node | None:
     """Compose YAML text into a node tree, recording a syntax error as an issue."""
     try:
-        return yaml.compose(text, Loader=yaml.SafeLoader)
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         # PyYAML marks every error it raises while composing; line 1 only if some day it does not.
         line = mark.line + 1 if mark is not None else 1
         issues.items.append(ConfigIssue(issues.source, line, "", f"invalid YAML: {exc.problem}"))
+        return None
     except yaml.reader.ReaderError as exc:
         # Not a MarkedYAMLError: it carries a character offset, which the line is counted from.
         line = len(_LINE_BREAK.findall(text, 0, exc.position)) + 1
         message = f"invalid YAML: unacceptable character #x{exc.character:04x}: {exc.reason}"
         issues.items.append(ConfigIssue(issues.source, line, "", message))
-    return None
+        return None
+    if root is not None and (size := expanded_size(root)) > MAX_EXPANDED_NODES:
+        # Aliases make the node tree a graph: reading it walks every path, so a few hundred
+        # bytes of nested aliases (the "billion laughs") would be read for ever.
+        message = (
+            f"the YAML expands to more than {MAX_EXPANDED_NODES:,} values through its aliases "
+            f"({size:,}); a rules file that large is not meant"
+        )
+        issues.items.append(ConfigIssue(issues.source, 1, "", message))
+        return None
+    return root
+
+
+# Values a rules file may hold once its aliases are expanded: the shipped contract has about
+# 1,000; a graph of aliases that expands past this is refused before anything reads it.
+MAX_EXPANDED_NODES = 1_000_000
+
+
+def expanded_size(root: yaml.Node) -> int:
+    """How many nodes the tree under ``root`` has with every alias expanded (counted, not built).
+
+    Capped just past ``MAX_EXPANDED_NODES``; each distinct node is visited once.
+    """
+    sizes: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:  # post-order: a node's size once all its children's are known
+        node, children_done = stack.pop()
+        if id(node) in sizes:
+            continue
+        children = _children(node)
+        if children_done:
+            total = 1 + sum(sizes[id(child)] for child in children)
+            sizes[id(node)] = min(total, MAX_EXPANDED_NODES + 1)
+            continue
+        stack.append((node, True))
+        stack.extend((child, False) for child in children if id(child) not in sizes)
+    return sizes[id(root)]
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
 
 
 # Line breaks as YAML counts them (yaml.reader.Reader.forward), so lines agree with its marks.
