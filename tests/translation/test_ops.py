@@ -441,3 +441,28 @@ def test_relabel_leaves_untouched_samples_as_they_were() -> None:
     assert out.samples[1] is original.samples[1]
     assert out.samples[2] is original.samples[2]
     assert out.samples[0].labels == tuple(sorted(out.samples[0].labels))
+
+
+def test_scale_moves_exemplar_values_into_the_new_unit() -> None:
+    """ms -> s: a bucket's exemplar 4200.0 becomes 4.2 (OTel's metricstransformprocessor
+    scales exemplars too); labels, timestamps and unreadable exemplars are kept as they came."""
+    meta = FamilyMeta("x_milliseconds", MetricType.HISTOGRAM)
+    family = Family(
+        meta,
+        (
+            Sample(
+                "x_milliseconds_bucket",
+                (("le", "5000.0"),),
+                1.0,
+                "1",
+                None,
+                '{trace_id="a}b"} 4200.0 1700000000.5',
+            ),
+            Sample("x_milliseconds_bucket", (("le", "+Inf"),), 1.0, "1", None, "not an exemplar"),
+            Sample("x_milliseconds_sum", (), 4200.0, "4200.0"),
+            Sample("x_milliseconds_count", (), 1.0, "1"),
+        ),
+    )
+    out = {(s.name, s.labels): s.exemplar for s in scale(family, 0.001).samples}
+    assert out[("x_milliseconds_bucket", (("le", "5.0"),))] == '{trace_id="a}b"} 4.2 1700000000.5'
+    assert out[("x_milliseconds_bucket", (("le", "+Inf"),))] == "not an exemplar"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from metricbridge.config.schema import RelabelAction
@@ -59,9 +60,28 @@ def _relabelled(sample: Sample, labels: Labels) -> Sample:
     )
 
 
-def _revalued(sample: Sample, value: float) -> Sample:
+def _revalued(sample: Sample, value: float, exemplar: str | None) -> Sample:
     raw = format_value(value)
-    return Sample(sample.name, sample.labels, value, raw, sample.timestamp, sample.exemplar)
+    return Sample(sample.name, sample.labels, value, raw, sample.timestamp, exemplar)
+
+
+# An OpenMetrics exemplar: its label set (quoted values may hold "}"), its value, the rest.
+_EXEMPLAR = re.compile(r'(\{(?:[^"}]|"(?:[^"\\]|\\.)*")*\})( +)(\S+)(.*)', re.DOTALL)
+
+
+def _scaled_exemplar(exemplar: str | None, apply: Callable[[float], float]) -> str | None:
+    """The exemplar with its value in the new unit, as OTel's metricstransformprocessor scales it.
+
+    An exemplar's value is one observation of the family's quantity: a histogram scaled from
+    ms to s whose exemplars kept ``4200.0`` would show an observation 1,000 times too large.
+    One that cannot be read is left as it came (the reader let it through as it is).
+    """
+    if exemplar is None or (match := _EXEMPLAR.fullmatch(exemplar)) is None:
+        return exemplar
+    parsed = parse_value(match[3])
+    if parsed is None:
+        return exemplar
+    return f"{match[1]}{match[2]}{format_value(apply(parsed[0]))}{match[4]}"
 
 
 def _multiplier(factor: float) -> Callable[[float], float]:
@@ -89,9 +109,16 @@ def scale(family: Family, factor: float) -> Family:
     out = []
     for sample in family.samples:
         if sample.name in scaled_names:
-            out.append(_revalued(sample, apply(sample.value)))
+            exemplar = _scaled_exemplar(sample.exemplar, apply)
+            out.append(_revalued(sample, apply(sample.value), exemplar))
         elif mtype is MetricType.HISTOGRAM and sample.name == base + "_bucket":
-            out.append(_relabelled(sample, _scale_le(sample.labels, apply)))
+            labels = _scale_le(sample.labels, apply)
+            exemplar = _scaled_exemplar(sample.exemplar, apply)
+            out.append(
+                Sample(
+                    sample.name, labels, sample.value, sample.raw_value, sample.timestamp, exemplar
+                )
+            )
         else:
             out.append(sample)
     return Family(family.meta, tuple(out))
