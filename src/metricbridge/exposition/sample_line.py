@@ -7,6 +7,7 @@ and for ``validation: full``.
 
 from __future__ import annotations
 
+import math
 import re
 
 from metricbridge.errors import LineError
@@ -169,7 +170,13 @@ def _parse_timestamp(token: str, fmt: Format) -> float:
     if fmt is Format.TEXT:
         if not _TEXT_TIMESTAMP.fullmatch(token):
             raise LineError(f"invalid timestamp {token!r}: text format wants integer milliseconds")
-        return int(token) / 1000.0
+        try:
+            return int(token) / 1000.0
+        except OverflowError:
+            raise LineError(f"invalid timestamp {token!r}: out of range") from None
     if not _OM_TIMESTAMP.fullmatch(token):
         raise LineError(f"invalid timestamp {token!r}")
-    return float(token)
+    value = float(token)
+    if not math.isfinite(value):  # 1e999: infinite, and no text-format timestamp can say it
+        raise LineError(f"invalid timestamp {token!r}: out of range")
+    return value
