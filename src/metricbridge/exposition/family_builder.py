@@ -32,7 +32,7 @@ from metricbridge.model.family import (
     Verify,
 )
 from metricbridge.model.family_names import TEXT_TYPES, allowed_suffixes, belongs, wire_names
-from metricbridge.model.names import METRIC_NAME, legacy_name
+from metricbridge.model.names import METRIC_NAME, legacy_name, quoted
 
 _HEADER = re.compile(r'# (HELP|TYPE|UNIT) ("(?:[^"\\]|\\.)*"|\S+)(?: (.*))?')
 
@@ -114,7 +114,7 @@ class GeneralReader:
         if not METRIC_NAME.fullmatch(name):
             # Prometheus refuses a whole scrape over one ("invalid metric name in comment").
             problem = ExpositionError(
-                f"invalid metric name {name!r} in a {keyword} line", line=self.line
+                f"invalid metric name {quoted(name)} in a {keyword} line", line=self.line
             )
             self.result.problems.append(problem)
             return False
@@ -140,7 +140,7 @@ class GeneralReader:
             elif builder.has_samples:
                 self._fail(builder, "TYPE line after the family's samples")
             elif mtype is None:
-                self._fail(builder, f"unknown metric type {rest.strip()!r}")
+                self._fail(builder, f"unknown metric type {quoted(rest.strip())}")
             else:
                 builder.type, builder.typed = mtype, True
         else:
@@ -200,7 +200,9 @@ class GeneralReader:
         if builder is None or verdict is None:
             # Both formats allow a family without metadata: a foreign sample starts one.
             if builder is not None and sample.name == builder.declared:
-                message = f"sample {sample.name!r} is not a valid sample name for a {builder.type}"
+                message = (
+                    f"sample {quoted(sample.name)} is not a valid sample name for a {builder.type}"
+                )
                 self._fail(builder, message, line_no)
                 return
             builder = self._builder_for(sample.name)

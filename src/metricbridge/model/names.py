@@ -17,3 +17,15 @@ def legacy_name(name: str, *, label: bool = False) -> str:
     if not escaped or escaped[0].isdigit():
         escaped = "_" + escaped
     return escaped
+
+
+# Untrusted text quoted in a message (a name, a type, a header value): at most this many
+# characters, so one hostile line cannot make every log line and /contract answer megabytes.
+QUOTED_MAX = 64
+
+
+def quoted(text: str) -> str:
+    """``repr(text)``, cut to ``QUOTED_MAX`` characters with the full length said."""
+    if len(text) <= QUOTED_MAX:
+        return repr(text)
+    return f"{text[:QUOTED_MAX]!r}... ({len(text):,} characters)"

@@ -30,6 +30,7 @@ from metricbridge.translation.translate import RowState, SynthState, Translation
 log = logging.getLogger("metricbridge.bridge")
 # Below this much time left, a request takes the cut-short fetch it joined instead of another.
 _WORTH_RETRYING = 0.05
+_PROBLEMS_REMEMBERED = 1000  # dropped families logged (and remembered) per upstream and fetch
 
 
 class Bridge:
@@ -54,6 +55,9 @@ class Bridge:
         self._fetches = 0  # numbers the fetches, so one left behind is warned about once
         self._warned_fetch = 0
         self._status: dict[str, str] = {}  # upstream label -> failure reason, "" when up
+        # Per upstream (and "translation"), the problems the previous fetch logged: the same
+        # dropped family is logged at warning when it first appears, then at debug.
+        self._problems_seen: dict[str, frozenset[str]] = {}
         self.state = SynthState()  # rates and idleness carried from fetch to fetch
         self.server_info: dict[str, object] | None = None  # kept fresh by a background poller
         # What reading and writing remember from one fetch to the next; used on the event loop
@@ -263,14 +267,30 @@ class Bridge:
             self._note_state(upstream, reason, f"{reason}: {exc}")
             failed = UpstreamResult(upstream, ok=False, reason=reason, message=str(exc))
             return failed, Exposition([], [], Format.TEXT)
-        for problem in exposition.problems:
-            log.warning("upstream %s: dropped a family: %s", upstream.label, problem)
+        self._log_problems(upstream.label, f"upstream {upstream.label}", exposition.problems)
         metrics.upstream_duration.labels(upstream.label, "ok").observe(attempt.duration)
         metrics.exposition_problems.inc(len(exposition.problems))
         metrics.upstream_up.labels(upstream.label).set(1)
         metrics.upstream_bytes.labels(upstream.label).set(size)
         self._note_state(upstream, "", "")
         return UpstreamResult(upstream, ok=True, size=size), exposition
+
+    def _log_problems(self, key: str, who: str, problems: Sequence[ExpositionError]) -> None:
+        """Log each dropped family at warning when it is new, at debug while it repeats.
+
+        Every one is counted in ``metricbridge_exposition_problems_total`` whatever its level;
+        only the first ``_PROBLEMS_REMEMBERED`` are remembered, so a payload of a million bad
+        families costs a bounded memory and, past that, one summary line.
+        """
+        texts = [str(problem) for problem in problems[:_PROBLEMS_REMEMBERED]]
+        seen = self._problems_seen.get(key, frozenset())
+        for text in texts:
+            level = logging.DEBUG if text in seen else logging.WARNING
+            log.log(level, "%s: dropped a family: %s", who, text)
+        if len(problems) > _PROBLEMS_REMEMBERED:
+            more = len(problems) - _PROBLEMS_REMEMBERED
+            log.warning("%s: and %d more dropped families", who, more)
+        self._problems_seen[key] = frozenset(texts)
 
     def _note_state(self, upstream: Upstream, reason: str, detail: str) -> None:
         """Log changes of an upstream's state loudly and repeats quietly; ``reason`` "" is up.
@@ -327,8 +347,7 @@ class Bridge:
         for reason, count in stats.dropped.items():
             if count:
                 metrics.samples_dropped.labels(reason).inc(count)
-        for problem in translation.problems:
-            log.warning("translation dropped a family: %s", problem)
+        self._log_problems("translation", "translation", translation.problems)
         states = dict.fromkeys(RowState, 0)
         for status in translation.rows.values():
             states[status.state] += 1

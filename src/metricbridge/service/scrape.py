@@ -11,6 +11,7 @@ import aiohttp
 
 from metricbridge.errors import UpstreamError
 from metricbridge.model.family import Format
+from metricbridge.model.names import quoted
 
 # Ask for the classic text format explicitly: prometheus_client's OpenMetrics encoder mangles
 # `sglang:` into `sglang_` under escaping=underscores (client_python#1177). And ask for identity:
@@ -101,7 +102,7 @@ def _format_of(content_type: str) -> Format:
         return Format.TEXT
     if media == "application/openmetrics-text":
         return Format.OPENMETRICS
-    raise UpstreamError("content_type", f"unexpected Content-Type {content_type!r}")
+    raise UpstreamError("content_type", f"unexpected Content-Type {quoted(content_type)}")
 
 
 async def fetch(
@@ -123,7 +124,8 @@ async def fetch(
                 ):
                     raise UpstreamError(
                         "content_encoding",
-                        f"unrequested Content-Encoding {response.headers['Content-Encoding']!r}",
+                        "unrequested Content-Encoding "
+                        + quoted(response.headers["Content-Encoding"]),
                     )
                 fmt = _format_of(response.headers.get("Content-Type", ""))
                 declared = response.content_length

@@ -1,0 +1,50 @@
+"""What an upstream sends wrong is logged once when it appears, briefly, and always counted."""
+
+from __future__ import annotations
+
+import logging
+
+from helpers.service import FakeUpstream, bridge_app
+from metricbridge.model.names import QUOTED_MAX, quoted
+
+BAD_TYPE = "x" * 100_000
+BODY = (
+    b"# TYPE sglang:good gauge\nsglang:good 1\n"
+    + f"# TYPE sglang:bad {BAD_TYPE}\nsglang:bad 1\n".encode()
+)
+
+
+async def test_a_repeated_bad_family_is_logged_at_warning_once_then_at_debug(
+    aiohttp_server, aiohttp_client, caplog
+) -> None:
+    """Three fetches of the same bad family: one warning, two debug lines, three counts."""
+    server = await aiohttp_server(FakeUpstream(body=BODY).app())
+    client = await aiohttp_client(bridge_app(str(server.make_url("/metrics"))))
+    with caplog.at_level(logging.DEBUG, logger="metricbridge.bridge"):
+        for _ in range(3):
+            text = await (await client.get("/metrics")).text()
+    dropped = [r for r in caplog.records if "dropped a family" in r.getMessage()]
+    assert [r.levelno for r in dropped] == [logging.WARNING, logging.DEBUG, logging.DEBUG]
+    assert "metricbridge_exposition_problems_total 3.0" in text
+    assert "sglang:good 1" in text
+
+
+async def test_untrusted_text_is_quoted_short_in_logs_and_contract(
+    aiohttp_server, aiohttp_client, caplog
+) -> None:
+    """A 100,000-character type is quoted as its first characters and its length."""
+    server = await aiohttp_server(FakeUpstream(body=BODY).app())
+    client = await aiohttp_client(bridge_app(str(server.make_url("/metrics"))))
+    with caplog.at_level(logging.DEBUG, logger="metricbridge.bridge"):
+        await client.get("/metrics")
+        contract = await (await client.get("/contract")).text()
+    message = next(r.getMessage() for r in caplog.records if "dropped a family" in r.getMessage())
+    assert len(message) < 300
+    assert "(100,000 characters)" in message
+    assert BAD_TYPE not in contract
+
+
+def test_quoted_keeps_short_text_as_repr() -> None:
+    """Short text is quoted exactly as repr would; long text is cut at QUOTED_MAX."""
+    assert quoted("histogramm") == "'histogramm'"
+    assert quoted("y" * (QUOTED_MAX + 1)).startswith(repr("y" * QUOTED_MAX))
