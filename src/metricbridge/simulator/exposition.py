@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from metricbridge.simulator.families import FamilySpec, Kind
@@ -48,9 +47,8 @@ def labels(**pairs: object) -> Labels:
     return tuple(sorted((key, str(value)) for key, value in pairs.items()))
 
 
-@lru_cache(maxsize=65536)
 def with_labels(base: Labels, extra: Labels) -> Labels:
-    """Merge extra pairs into a sorted label tuple (cached: the same merges recur every step)."""
+    """Merge extra pairs into a sorted label tuple."""
     return tuple(sorted(base + extra))
 
 
@@ -137,14 +135,12 @@ def _escape(value: str) -> str:
     return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
 
 
-@lru_cache(maxsize=65536)
 def _label_text(key: Labels) -> str:
     if not key:
         return ""
     return "{" + ",".join(f'{k}="{_escape(v)}"' for k, v in key) + "}"
 
 
-@lru_cache(maxsize=65536)
 def _bucket_affixes(key: Labels) -> tuple[str, str]:
     """Return the label text before and after ``le``, which sorts into the middle of the set."""
     before = "".join(f'{k}="{_escape(v)}",' for k, v in key if k < "le")
@@ -152,7 +148,6 @@ def _bucket_affixes(key: Labels) -> tuple[str, str]:
     return "{" + before, after + "}"
 
 
-@lru_cache(maxsize=256)
 def _le_texts(bounds: tuple[float, ...]) -> tuple[str, ...]:
     return (*(format_value(bound) for bound in bounds), "+Inf")
 
