@@ -180,7 +180,7 @@ class _QueryCheck:
         return [] if any(not issues for issues in outcomes) else outcomes[0]
 
     def _matcher_issues(self, matchers: tuple[LabelMatcher, ...], target: Target) -> list[_Issue]:
-        labels = target.label_names
+        labels, regexes = target.label_names, self.resolver.regexes
         issues: list[_Issue] = []
         judged: list[LabelMatcher] = []
         for matcher in matchers:
@@ -200,7 +200,7 @@ class _QueryCheck:
                 continue
             judged.append(matcher)
             if matcher.op in (MatchOp.EQUAL, MatchOp.RE) and not any(
-                accepts(matcher, series.get(name, "")) for series in target.series()
+                accepts(matcher, series.get(name, ""), regexes) for series in target.series()
             ):
                 issues.append(
                     (FindingKind.NO_MATCHING_VALUE, str(matcher), self._no_value(matcher, target))
@@ -208,7 +208,7 @@ class _QueryCheck:
         if (
             not issues
             and judged
-            and not any(series_accepts(tuple(judged), s) for s in target.series())
+            and not any(series_accepts(tuple(judged), s, regexes) for s in target.series())
         ):
             together = ", ".join(str(m) for m in judged)
             reason = (

@@ -16,7 +16,7 @@ from metricbridge.analysis.catalog import Catalog, ServedFamily
 from metricbridge.analysis.engine_notes import EngineNote, EngineView
 from metricbridge.analysis.findings import FindingKind
 from metricbridge.analysis.promql import VARIABLE_PLACEHOLDER, Selector
-from metricbridge.analysis.series_match import accepts, compile_regex, name_pattern
+from metricbridge.analysis.series_match import MatcherRegexes, accepts, name_pattern
 from metricbridge.model.family import TYPE_SUFFIXES
 from metricbridge.translation.contract_index import ContractIndex, MissingClass, Verdict
 
@@ -86,6 +86,7 @@ class Resolver:
         self.contract = contract
         self.external = external
         self.engine = engine
+        self.regexes = MatcherRegexes()  # the run's dashboards' regexes, compiled once each
 
     def resolve(self, selector: Selector) -> Target | Miss:
         """The series ``selector`` reaches, or a ``Miss``."""
@@ -101,7 +102,7 @@ class Resolver:
                 reason = f"no served metric name matches {subject} for any variable value"
                 return Miss(FindingKind.NO_MATCHING_NAME, subject, reason)
         fixed = [m for m in selector.name_matchers if not m.is_variable]
-        names = tuple(n for n in names if all(accepts(m, n) for m in fixed))
+        names = tuple(n for n in names if all(accepts(m, n, self.regexes) for m in fixed))
         if names:
             return Target(tuple((self._family(n), n) for n in names))
         subject = ",".join(str(m) for m in fixed)
@@ -114,11 +115,11 @@ class Resolver:
         return family
 
     def _no_name(self, subject: str, regex: str | None) -> Miss:
-        pattern = compile_regex(regex) if regex is not None else None
+        pattern = self.regexes.compile(regex) if regex is not None else None
         verdict = self.contract.classify_pattern(pattern) if pattern is not None else None
         hint = None
         if regex is not None and (other := _other_spelling(regex)) is not None:
-            alternative = compile_regex(other)
+            alternative = self.regexes.compile(other)
             if alternative is not None and any(
                 alternative.fullmatch(n) for n in self.catalog.sample_names
             ):

@@ -8,7 +8,6 @@ empty value, so ``{x=""}`` and ``{x!="a"}`` match series that lack ``x``. Since 
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Mapping
 
@@ -38,7 +37,6 @@ _POSIX_CLASSES = {
 }
 
 
-@functools.lru_cache(maxsize=1024)
 def compile_regex(pattern: str) -> re.Pattern[str] | None:
     """Compile a PromQL regex anchored as Prometheus does; None if Python cannot read it."""
     flags = _LEADING_FLAGS.match(pattern)
@@ -53,7 +51,26 @@ def compile_regex(pattern: str) -> re.Pattern[str] | None:
         return None  # RE2 syntax Python lacks (e.g. \pN classes): such matchers are not judged
 
 
-def accepts(matcher: LabelMatcher, value: str) -> bool:
+class MatcherRegexes:
+    """The PromQL regexes of one check run, each compiled once.
+
+    Owned by the run (``resolve.Resolver``), not the module: what it holds comes from the
+    dashboards being checked, and goes with them.
+    """
+
+    __slots__ = ("_compiled",)
+
+    def __init__(self) -> None:
+        self._compiled: dict[str, re.Pattern[str] | None] = {}
+
+    def compile(self, pattern: str) -> re.Pattern[str] | None:
+        """``compile_regex(pattern)``, remembered for this run."""
+        if pattern not in self._compiled:
+            self._compiled[pattern] = compile_regex(pattern)
+        return self._compiled[pattern]
+
+
+def accepts(matcher: LabelMatcher, value: str, regexes: MatcherRegexes | None = None) -> bool:
     """Whether ``matcher`` accepts a series whose label has ``value`` ("" when absent).
 
     A regex Python cannot compile is treated as accepting everything: unknown is not missing.
@@ -62,7 +79,7 @@ def accepts(matcher: LabelMatcher, value: str) -> bool:
         return value == matcher.value
     if matcher.op is MatchOp.NOT_EQUAL:
         return value != matcher.value
-    pattern = compile_regex(matcher.value)
+    pattern = regexes.compile(matcher.value) if regexes else compile_regex(matcher.value)
     if pattern is None:
         return True
     hit = pattern.fullmatch(value) is not None
@@ -74,9 +91,13 @@ def matches_empty(matcher: LabelMatcher) -> bool:
     return accepts(matcher, "")
 
 
-def series_accepts(matchers: tuple[LabelMatcher, ...], labels: Mapping[str, str]) -> bool:
+def series_accepts(
+    matchers: tuple[LabelMatcher, ...],
+    labels: Mapping[str, str],
+    regexes: MatcherRegexes | None = None,
+) -> bool:
     """Whether one series (its labels) satisfies every matcher."""
-    return all(accepts(m, labels.get(m.name, "")) for m in matchers)
+    return all(accepts(m, labels.get(m.name, ""), regexes) for m in matchers)
 
 
 def name_pattern(name: str) -> re.Pattern[str]:
