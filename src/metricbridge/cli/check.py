@@ -158,8 +158,8 @@ def _add_common_options(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
-def run_check(args: argparse.Namespace) -> int:
-    """Check files against the served payload."""
+def _load_served(args: argparse.Namespace) -> tuple[Config, Served, Sources] | int:
+    """The rules, what the bridge would serve and its sources; or a reported usage error's exit."""
     try:
         _check_release("--engine", args.engine)
         config, rules = _rules(args.config, args.profiles)
@@ -169,6 +169,15 @@ def run_check(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     except InputError as exc:
         return _unusable(exc)
+    return config, served, sources
+
+
+def run_check(args: argparse.Namespace) -> int:
+    """Check files against the served payload."""
+    loaded = _load_served(args)
+    if isinstance(loaded, int):
+        return loaded
+    config, served, sources = loaded
     loads, unusable = _load_files(args.files)
     if not loads:
         return EXIT_USAGE
@@ -183,15 +192,10 @@ def run_check(args: argparse.Namespace) -> int:
 
 def run_contract(args: argparse.Namespace) -> int:
     """Print the coverage table."""
-    try:
-        _check_release("--engine", args.engine)
-        config, rules = _rules(args.config, args.profiles)
-        sources = load_sources(args)
-        served = _serve(sources, rules)
-    except _Unusable:
-        return EXIT_USAGE
-    except InputError as exc:
-        return _unusable(exc)
+    loaded = _load_served(args)
+    if isinstance(loaded, int):
+        return loaded
+    config, served, sources = loaded
     engine = EngineView(chosen_release(args.engine, sources.server_info), served.upstream)
     index = ContractIndex(config.families, served.translation.rows)
     report = contract_report(config, served.translation)
