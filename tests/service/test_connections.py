@@ -33,7 +33,7 @@ async def _bridge(
     site = web.TCPSite(upstream_runner, "127.0.0.1", 0)
     await site.start()
     service = ServiceSettings(
-        (parse_upstream(f"127.0.0.1:{site.port}"),),
+        (parse_upstream(f"127.0.0.1:{upstream_runner.addresses[0][1]}"),),
         None,
         FetchSettings(cache_ttl=0.0),
         server_info=False,
