@@ -19,7 +19,7 @@ from helpers.paths import TESTS
 from helpers.promtool import promtool_path
 from metricbridge.analysis.promql import analyze
 from metricbridge.cli.main import main
-from metricbridge.config.load import load_config
+from metricbridge.config.load import load_config, parse_config
 from metricbridge.config.schema import Config, Disposition
 from metricbridge.export.common import Target, go_template, route
 from metricbridge.export.prometheus_rules import RuleFormat, export_rules
@@ -411,3 +411,30 @@ def test_approximations_are_recorded_only_with_their_profile() -> None:
     assert 'sglang:scheduler_stage_seconds_total{category!="idle",category!="run_batch"}' in text
     assert "rate(sglang:dp_attention_sync_wait_seconds_sum[5m])" in text
     assert "* 1000000" in text
+
+
+def test_a_step_without_source_labels_is_decided_as_re2_reads_its_regex() -> None:
+    """Decided at export against "": [[:digit:]]* matches it in RE2 (the bridge, Prometheus),
+    not in Python's re, which reads a set of ':digt' and a literal ']'. So the label is set."""
+    from metricbridge.export.relabel import relabel_configs  # noqa: PLC0415
+
+    config = parse_config(
+        """
+version: 1
+families:
+  sglang:num_requests_total:
+    disposition: relabel
+    type: counter
+    relabel:
+      - source_labels: []
+        regex: "[[:digit:]]*"
+        target_label: origin
+        replacement: bridge
+""",
+        "rules.yaml",
+    )
+    steps = relabel_configs(config).document["metric_relabel_configs"]
+    assert any(
+        step.get("target_label") == "origin" and step.get("replacement") == "bridge"  # type: ignore[union-attr]
+        for step in steps  # type: ignore[union-attr]
+    )

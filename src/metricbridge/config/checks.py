@@ -6,7 +6,7 @@ import math
 
 from metricbridge.config.outputs import check_outputs
 from metricbridge.config.schema import Config, Disposition, FamilyRule, RelabelAction, RelabelConfig
-from metricbridge.config.templates import compile_template
+from metricbridge.config.templates import template_parts
 from metricbridge.config.yaml_nodes import Issues, RuleIssues
 from metricbridge.errors import RegexError, TemplateError
 from metricbridge.model.family import MetricType
@@ -165,7 +165,7 @@ def _check_relabel(index: int, step: RelabelConfig, check: RuleIssues) -> None:
         template = getattr(step, field_name)
         if template is not None:
             try:
-                compile_template(template, pattern)
+                template_parts(template, pattern)
             except TemplateError as exc:
                 check.add(f"{path}.{field_name}", f"{template!r} {exc}", step.line)
 

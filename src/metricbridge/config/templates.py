@@ -10,44 +10,17 @@ from metricbridge.model.regex import Match, Pattern
 _REFERENCE = re.compile(r"\$(?:\{([A-Za-z0-9_]+)\}|([0-9]+)|([A-Za-z_][A-Za-z0-9_]*))|\$\$")
 
 
-def compile_template(template: str, pattern: Pattern) -> str:
-    """Turn ``$1``/``${1}``/``${name}``/``$name`` into an ``re`` expansion template.
-
-    Unlike Go's ``Expand``, which silently substitutes "" for a missing group, a reference the
-    regex cannot satisfy is an error: in a rules file it is always a typo.
-    """
-    out: list[str] = []
-    last = 0
-    for match in _REFERENCE.finditer(template):
-        out.append(template[last : match.start()].replace("\\", "\\\\"))
-        last = match.end()
-        if match.group() == "$$":
-            out.append("$")
-            continue
-        ref = match.group(1) or match.group(2) or match.group(3)
-        if ref.isdigit():
-            if int(ref) > pattern.groups:
-                raise TemplateError(
-                    f"refers to group ${ref}, but the regex has {pattern.groups} group(s)"
-                )
-            out.append(f"\\g<{int(ref)}>")
-        elif ref in pattern.groupindex:
-            out.append(f"\\g<{ref}>")
-        else:
-            raise TemplateError(f"refers to group {ref!r}, which the regex does not define")
-    out.append(template[last:].replace("\\", "\\\\"))
-    return "".join(out)
-
-
 # A template as parts: literal text, or the number of the regex group whose match goes there.
 Expansion = tuple[str | int, ...]
 
 
 def template_parts(template: str, pattern: Pattern) -> Expansion:
-    """``template`` parsed once into what ``expand`` joins (errors as ``compile_template``).
+    """``template`` parsed once into what ``expand`` joins; ``TemplateError`` for a bad group.
 
-    ``re.Match.expand`` parses its template on every call (Python 3.11); the relabel hot path
-    expands one per series, so it keeps the parts instead. Adjacent literals are one part.
+    Unlike Go's ``Expand``, which silently substitutes "" for a missing group, such a reference
+    is an error: in a rules file it is always a typo.
+
+    Parsed once because the relabel hot path expands one per series. Adjacent literals are one part.
     """
     parts: list[str | int] = []
 
@@ -82,7 +55,7 @@ def template_parts(template: str, pattern: Pattern) -> Expansion:
 
 
 def expand(parts: Expansion, hit: Match) -> str:
-    """What ``hit.expand`` gives for the template that ``parts`` came from.
+    """The template that ``parts`` came from, with ``hit``'s groups in place.
 
     A group that took no part in the match inserts "", as ``re`` does.
     """

@@ -203,7 +203,7 @@ _REFERENCE = re.compile(r"\$(?:\{([A-Za-z0-9_]+)\}|([0-9]+)|([A-Za-z_][A-Za-z0-9
 def go_template(template: str) -> str:
     """Spell every group reference as ``${ref}``.
 
-    The bridge reads ``$1x`` as group 1 then ``x`` (``templates.compile_template``); Go's
+    The bridge reads ``$1x`` as group 1 then ``x`` (``templates.template_parts``); Go's
     ``Regexp.Expand``, which Prometheus uses, would read a group named ``1x``. Braces make both
     read the same.
     """

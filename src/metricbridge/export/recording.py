@@ -7,12 +7,11 @@ recorded family is queried exactly as the bridge serves it. Pure: a ``Config`` i
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
 from metricbridge.config.schema import Config, Disposition, FamilyRule, RelabelAction, RelabelConfig
 from metricbridge.config.synthesis import DeriveOp
-from metricbridge.config.templates import compile_template
+from metricbridge.config.templates import expand, template_parts
 from metricbridge.export.common import (
     Export,
     Note,
@@ -29,6 +28,7 @@ from metricbridge.export.common import (
 )
 from metricbridge.export.derive import derive_expr
 from metricbridge.model.family import MetricType
+from metricbridge.model.regex import compile_regex
 
 GROUP_NAME = "metricbridge-contract"
 DEFAULT_WINDOW = "5m"
@@ -198,10 +198,11 @@ def _replace(index: int, step: RelabelConfig) -> list[Wrap]:
     regex = promql_string(step.regex)
     if not step.source_labels:
         # Prometheus joins no labels into "": the step sets a constant, or never applies.
-        hit = re.fullmatch(f"(?:{step.regex})", "")
+        pattern = compile_regex(f"(?:{step.regex})")  # as the bridge reads it: RE2
+        hit = pattern.fullmatch("")
         if hit is None:
             return []
-        value = hit.expand(compile_template(step.replacement, hit.re))
+        value = expand(template_parts(step.replacement, pattern), hit)
         constant = promql_string(value.replace("$", "$$"))  # a literal for Go's Expand
         return [lambda inner: f'label_replace({inner}, {target}, {constant}, "", "")']
     if len(step.source_labels) == 1:

@@ -8,10 +8,8 @@ the scoping part captures nothing. Pure: a ``Config`` in, an ``Export`` out.
 
 from __future__ import annotations
 
-import re
-
 from metricbridge.config.schema import Config, Disposition, FamilyRule, RelabelAction, RelabelConfig
-from metricbridge.config.templates import compile_template
+from metricbridge.config.templates import expand, template_parts
 from metricbridge.export.common import (
     Export,
     Note,
@@ -27,6 +25,7 @@ from metricbridge.export.common import (
     route,
 )
 from metricbridge.model.family import MetricType, sample_base
+from metricbridge.model.regex import compile_regex
 
 _MARK = "__tmp_metricbridge_keep"  # Prometheus reserves __tmp for scratch labels while relabelling
 
@@ -196,15 +195,16 @@ def _escaped(text: str, index: int) -> bool:
 
 def _constant(rule: FamilyRule, step: RelabelConfig) -> list[Step]:
     """A step without source labels sees "": it always or never applies, decided here."""
-    hit = re.fullmatch(f"(?:{step.regex})", "")
+    pattern = compile_regex(f"(?:{step.regex})")  # as the bridge reads it: RE2
+    hit = pattern.fullmatch("")
     if step.action is RelabelAction.KEEP:
         return [] if hit is not None else [_drop_family(rule.name, rule.type)]
     if step.action is RelabelAction.DROP:
         return [_drop_family(rule.name, rule.type)] if hit is not None else []
     if hit is None:
         return []
-    target = hit.expand(compile_template(step.target_label or "", hit.re))
-    value = hit.expand(compile_template(step.replacement, hit.re))
+    target = expand(template_parts(step.target_label or "", pattern), hit)
+    value = expand(template_parts(step.replacement, pattern), hit)
     return [
         {
             "source_labels": ["__name__"],
