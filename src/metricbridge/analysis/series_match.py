@@ -3,7 +3,7 @@
 Two rules matter: regex matchers are fully anchored (Prometheus wraps them in ``^(?:...)$``;
 here ``fullmatch``), and a series without a label behaves as if it had that label with the
 empty value, so ``{x=""}`` and ``{x!="a"}`` match series that lack ``x``. Since Prometheus
-3.0, ``.`` matches a newline too (``DOTALL``). Pure.
+3.0, ``.`` matches a newline too. Regexes are RE2, as in Prometheus (``model.regex``). Pure.
 """
 
 from __future__ import annotations
@@ -12,43 +12,22 @@ import re
 from collections.abc import Mapping
 
 from metricbridge.analysis.promql import VARIABLE_PLACEHOLDER, LabelMatcher, MatchOp
+from metricbridge.errors import RegexError
+from metricbridge.model.regex import Pattern
+from metricbridge.model.regex import compile_regex as compile_re2
 
 __all__ = ["accepts", "compile_regex", "matches_empty", "name_pattern", "series_accepts"]
 
 
-# RE2's flag group at the start, e.g. (?i): Python takes global flags only at the very start.
-_LEADING_FLAGS = re.compile(r"\(\?[imsU]+\)")
-# RE2's POSIX classes, which Python reads as a set of the letters ([:alpha:] as ":ahlp").
-_POSIX_CLASSES = {
-    "[:alnum:]": "0-9A-Za-z",
-    "[:alpha:]": "A-Za-z",
-    "[:ascii:]": "\\x00-\\x7f",
-    "[:blank:]": "\\t ",
-    "[:cntrl:]": "\\x00-\\x1f\\x7f",
-    "[:digit:]": "0-9",
-    "[:graph:]": "!-~",
-    "[:lower:]": "a-z",
-    "[:print:]": " -~",
-    "[:punct:]": "!-/:-@\\[-`{-~",
-    "[:space:]": "\\t\\n\\v\\f\\r ",
-    "[:upper:]": "A-Z",
-    "[:word:]": "0-9A-Za-z_",
-    "[:xdigit:]": "0-9A-Fa-f",
-}
+def compile_regex(pattern: str) -> Pattern | None:
+    """Compile a PromQL regex as Prometheus does: RE2, anchored, ``.`` matching newlines.
 
-
-def compile_regex(pattern: str) -> re.Pattern[str] | None:
-    """Compile a PromQL regex anchored as Prometheus does; None if Python cannot read it."""
-    flags = _LEADING_FLAGS.match(pattern)
-    head, body = (flags.group(), pattern[flags.end() :]) if flags else ("", pattern)
-    for posix, python in _POSIX_CLASSES.items():
-        body = body.replace(posix, python)
-    # U (ungreedy) changes what a match spans, never whether a whole value matches.
-    head = head.replace("U", "").replace("(?)", "")
+    None if RE2 refuses it (Prometheus would refuse the query; the parser reports that).
+    """
     try:
-        return re.compile(f"{head}(?:{body})", re.DOTALL)
-    except re.error:
-        return None  # RE2 syntax Python lacks (e.g. \pN classes): such matchers are not judged
+        return compile_re2(f"(?s:{pattern})")
+    except RegexError:
+        return None
 
 
 class MatcherRegexes:
@@ -61,9 +40,9 @@ class MatcherRegexes:
     __slots__ = ("_compiled",)
 
     def __init__(self) -> None:
-        self._compiled: dict[str, re.Pattern[str] | None] = {}
+        self._compiled: dict[str, Pattern | None] = {}
 
-    def compile(self, pattern: str) -> re.Pattern[str] | None:
+    def compile(self, pattern: str) -> Pattern | None:
         """``compile_regex(pattern)``, remembered for this run."""
         if pattern not in self._compiled:
             self._compiled[pattern] = compile_regex(pattern)
@@ -73,7 +52,7 @@ class MatcherRegexes:
 def accepts(matcher: LabelMatcher, value: str, regexes: MatcherRegexes | None = None) -> bool:
     """Whether ``matcher`` accepts a series whose label has ``value`` ("" when absent).
 
-    A regex Python cannot compile is treated as accepting everything: unknown is not missing.
+    A regex RE2 cannot compile is treated as accepting everything: unknown is not missing.
     """
     if matcher.op is MatchOp.EQUAL:
         return value == matcher.value

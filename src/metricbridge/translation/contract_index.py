@@ -12,7 +12,6 @@ running bridge from its second fetch, so not a failure either. A name no row kno
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from enum import StrEnum
 
 from metricbridge.config.schema import Disposition, FamilyRule
 from metricbridge.model.family import TYPE_SUFFIXES, MetricType, sample_base
+from metricbridge.model.regex import Pattern
 from metricbridge.translation.translate import RowState, RowStatus
 
 __all__ = ["ContractIndex", "MissingClass", "Verdict", "row_sources"]
@@ -68,7 +68,7 @@ class ContractIndex:
         rule = self.by_sample.get(name)
         return _UNKNOWN if rule is None else self._verdict(rule)
 
-    def classify_pattern(self, pattern: re.Pattern[str]) -> Verdict:
+    def classify_pattern(self, pattern: Pattern) -> Verdict:
         """The verdict for a name regex that matches nothing served.
 
         Structural only if every row it matches is structural; engine if any is engine.
