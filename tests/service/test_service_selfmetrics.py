@@ -14,6 +14,7 @@ import platform
 import shutil
 import socket
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -56,10 +57,21 @@ async def _client(aiohttp_server: Any, aiohttp_client: Any, **kwargs: Any) -> tu
     return app, await aiohttp_client(app)
 
 
+@pytest.fixture
+def without_created_series() -> Iterator[None]:
+    """prometheus_client without _created series (the bridge's own counters have none), for
+    this test only: the switch is process-wide, and other tests render with the default."""
+    prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
+    try:
+        yield
+    finally:
+        prometheus_client.enable_created_metrics()  # type: ignore[no-untyped-call]
+
+
 @pytest.mark.parametrize("labels", [(), ("text", "openmetrics", "text"), ('a"b\\c\nd',)])
+@pytest.mark.usefixtures("without_created_series")
 def test_scrape_counter_writes_what_prometheus_client_writes(labels: tuple[str, ...]) -> None:
     """Byte for byte, both formats, with no samples yet and with escaping."""
-    prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
     registry = CollectorRegistry(auto_describe=False)
     doc = 'Scrapes "served", by\\format.'
     reference = Counter("x_scrapes_total", doc, ["format"], registry=registry)
