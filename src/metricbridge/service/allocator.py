@@ -9,12 +9,20 @@ A fixed 4 MiB threshold maps only the payload-sized buffers, which are unmapped 
 everything smaller stays on the heap and is reused. Measured on the same bench: 3.2-3.5x the
 payload, flat. A lower threshold (128 KiB) also maps the socket's receive chunks and the
 render's pieces, and the page faults on remapping them added 15-30 ms per 10 MB scrape.
+
+A mapped buffer still costs a page fault per 4 KiB page on its first write: 2,300 for a 10 MB
+body, a fifth of the service's CPU per scrape at that size (system time, measured by
+bench/bench_service.py). ``payload_buffer`` asks the kernel for transparent huge pages on such
+a buffer before it is written, which makes them a handful of 2 MiB faults; the pages are the
+same ones the body needs, so RSS does not change, and they go back when the body is freed.
 """
 
 from __future__ import annotations
 
 import ctypes
+import mmap
 import os
+from dataclasses import dataclass
 
 _M_MMAP_THRESHOLD = -3  # from glibc's malloc.h
 MMAP_THRESHOLD = 4 << 20
@@ -36,3 +44,64 @@ def tune_malloc(environ: dict[str, str] | None = None) -> bool:
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     mallopt.restype = ctypes.c_int
     return bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD))
+
+
+# Buffers this big are mapped by glibc (above MMAP_THRESHOLD) and worth advising; below, the
+# heap serves them from memory already faulted in.
+HUGE_PAGE_ADVICE_MIN = MMAP_THRESHOLD
+_PAGE = mmap.PAGESIZE
+_bytes_new = ctypes.pythonapi.PyBytes_FromStringAndSize
+_bytes_new.argtypes = (ctypes.c_void_p, ctypes.c_ssize_t)
+_bytes_new.restype = ctypes.py_object
+_bytes_data = ctypes.pythonapi.PyBytes_AsString
+_bytes_data.argtypes = (ctypes.py_object,)
+_bytes_data.restype = ctypes.c_void_p
+
+
+@dataclass(frozen=True, slots=True)
+class PayloadBuffer:
+    """A new ``bytes`` of ``len(view)`` bytes, and a writable view of it to fill before use.
+
+    CPython's own way to build a bytes object of a known size without a second copy
+    (``PyBytes_FromStringAndSize(NULL, size)``: "the contents are uninitialized"). Nobody else
+    holds ``data`` until it is handed on, and it must not be before every byte is written:
+    bytes are immutable once shared (their hash is cached, for one).
+    """
+
+    data: bytes
+    view: memoryview
+
+
+def payload_buffer(size: int) -> PayloadBuffer:
+    """A bytes object of ``size`` uninitialised bytes to fill through ``.view``."""
+    if size <= 0:
+        raise ValueError(f"a payload buffer holds at least one byte, not {size}")
+    data = _bytes_new(None, size)
+    address = _bytes_data(data)
+    if size >= HUGE_PAGE_ADVICE_MIN:
+        _advise_huge_pages(address, size)
+    view = memoryview((ctypes.c_char * size).from_address(address)).cast("B")
+    return PayloadBuffer(data, view)
+
+
+def _advise_huge_pages(address: int, size: int) -> None:
+    """MADV_HUGEPAGE on the whole pages of ``[address, address + size)``; a no-op where refused.
+
+    Linux backs the 2 MiB-aligned stretches with huge pages when transparent huge pages are
+    ``madvise`` or ``always``; elsewhere (``never``, no THP, another kernel) the call fails and
+    the buffer is faulted in 4 KiB pages as before.
+    """
+    advice = getattr(mmap, "MADV_HUGEPAGE", None)
+    if advice is None:
+        return
+    start = -(-address // _PAGE) * _PAGE
+    end = (address + size) // _PAGE * _PAGE
+    if end > start:
+        _libc().madvise(ctypes.c_void_p(start), ctypes.c_size_t(end - start), advice)
+
+
+def _libc() -> ctypes.CDLL:
+    process = ctypes.CDLL(None, use_errno=True)
+    process.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    process.madvise.restype = ctypes.c_int
+    return process
