@@ -27,8 +27,9 @@ families:
 
 
 def test_the_shipped_profile_is_listed_with_its_description() -> None:
-    assert list(shipped_profiles()) == ["approximations"]
+    assert list(shipped_profiles()) == ["approximations", "sglang-legacy"]
     assert shipped_profiles()["approximations"].startswith("serve the approximate rows")
+    assert shipped_profiles()["sglang-legacy"].startswith("serve SGLang's names from before")
 
 
 def test_profiles_in_the_file_and_from_the_caller_are_layered() -> None:
@@ -45,12 +46,12 @@ def test_unknown_profile_is_one_issue_listing_the_shipped_ones() -> None:
     with pytest.raises(UnknownProfileError) as caught:
         load_config(profiles=["nope"])
     assert [str(i) for i in caught.value.issues] == [
-        "--profile: unknown profile 'nope' (shipped profiles: approximations)"
+        "--profile: unknown profile 'nope' (shipped profiles: approximations, sglang-legacy)"
     ]
     with pytest.raises(ConfigError) as in_file:
         parse_config(BASE + "profiles: [nope]\n", "inline")
     assert str(in_file.value.issues[0]) == (
-        "inline:5: profiles: unknown profile 'nope' (shipped profiles: approximations)"
+        "inline:5: profiles: unknown profile 'nope' (shipped profiles: approximations, sglang-legacy)"
     )
 
 
@@ -101,4 +102,7 @@ def test_cli_profiles_and_unknown_profile(capsys: pytest.CaptureFixture[str]) ->
     assert main(["config", "check", "--profile", "approximations"]) == 0
     assert main(["config", "check", "--profile", "nope"]) == 2
     err = capsys.readouterr().err
-    assert err == "--profile: unknown profile 'nope' (shipped profiles: approximations)\n"
+    assert (
+        err
+        == "--profile: unknown profile 'nope' (shipped profiles: approximations, sglang-legacy)\n"
+    )

@@ -19,8 +19,9 @@ from metricbridge.cli.options import (
     use_environment,
 )
 from metricbridge.cli.problems import print_config_error
+from metricbridge.cli.sources import add_server_info_option, read_server_info
 from metricbridge.config.load import load_config
-from metricbridge.errors import ConfigError, ExpositionError, OutputError
+from metricbridge.errors import ConfigError, ExpositionError, InputError, OutputError
 from metricbridge.model.family import Format, Verify
 from metricbridge.translation.compiler import compile_rules
 from metricbridge.translation.pipeline import detect_format, render, run_pipeline, stray_eof_line
@@ -98,6 +99,7 @@ def add_translate_command(commands: Any) -> None:  # noqa: ANN401 - argparse's s
         default="auto",
         help="input format (default: auto: OpenMetrics if a line is exactly '# EOF', else text)",
     )
+    add_server_info_option(parser)
     parser.set_defaults(handler=run_translate)
 
 
@@ -229,6 +231,10 @@ def _translated(args: argparse.Namespace) -> bytes:
     """
     config = load_config(args.config, args.profiles)
     rules = compile_rules(dataclasses.replace(config, validation=Verify(args.validation)))
+    try:
+        server_info = read_server_info(args.server_info)
+    except InputError as exc:
+        raise _UnusableInputError(str(exc)) from exc
     if args.output is not None:
         _check_output(args.output)  # before reading a stdin that may take long to arrive
     try:
@@ -245,7 +251,7 @@ def _translated(args: argparse.Namespace) -> bytes:
             file=sys.stderr,
         )
     try:
-        outcome = run_pipeline(payload, in_format, rules)
+        outcome = run_pipeline(payload, in_format, rules, server_info=server_info)
     except ExpositionError as exc:
         raise _UnusableInputError(f"{source}: {exc}") from exc
     if outcome.problems:

@@ -150,17 +150,23 @@ def translate_upstreams(  # noqa: PLR0913 - as translate, plus the upstreams' so
 
 
 def run_pipeline(
-    payload: bytes, fmt: Format, rules: CompiledRules, *, caches: CodecCaches | None = None
+    payload: bytes,
+    fmt: Format,
+    rules: CompiledRules,
+    *,
+    caches: CodecCaches | None = None,
+    server_info: Mapping[str, object] | None = None,
 ) -> Outcome:
     """Read and translate one payload; raise ``ExpositionError`` only if none of it is usable.
 
     Without ``caches``, the read and the translation share caches of their own, for this call
-    (a command's one payload); a caller of many payloads passes its own.
+    (a command's one payload); a caller of many payloads passes its own. ``server_info``: the
+    engine's /server_info answer, for the rows derived from it.
     """
     if caches is None:
         caches = CodecCaches()
     exposition = read_payload(payload, fmt, rules, empty_ok=False, caches=caches)
-    return translate_upstreams([("", exposition)], rules, caches=caches)
+    return translate_upstreams([("", exposition)], rules, server_info=server_info, caches=caches)
 
 
 def render(outcome: Outcome, fmt: Format, *, caches: CodecCaches | None = None) -> bytes:
