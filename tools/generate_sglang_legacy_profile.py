@@ -276,8 +276,19 @@ def _folded(key: str, text: str, indent: int) -> list[str]:
     return [f"{pad}{key}: >-", *(f"{pad}  {line}" for line in body)]
 
 
-def _old_comment(legacy: Legacy) -> str:
-    return f"  # old {legacy.old_type} at {OLD_CODE[1][:8]}, HELP {legacy.old_help!r}"
+def _comment(facts: CatalogueFacts, legacy: Legacy) -> list[str]:
+    """Two comment lines: the old family at OLD_CODE, and what serves it today since when."""
+    old = f"  # old {legacy.old_type} at {OLD_CODE[1][:8]}, HELP {legacy.old_help!r}"
+    if legacy.kind is Kind.RENAME:
+        target = legacy.target or ""
+        today = f"from {target}, catalogued from {facts.first_with(target)[0]}"
+    elif legacy.kind in (Kind.LABEL, Kind.ENGINE_ITEM):
+        today = f"same name, catalogued from {facts.first_with(legacy.old)[0]}, label model_name"
+    elif legacy.kind is Kind.SERVER_INFO:
+        today = f"from /server_info's {legacy.target}: no family since before {facts.first}"
+    else:
+        today = f"no source: no family since before {facts.first}"
+    return [old, f"  # today: {today}"]
 
 
 def _relabel_step(indent: int) -> list[str]:
@@ -289,7 +300,7 @@ def _relabel_step(indent: int) -> list[str]:
 
 
 def _family(facts: CatalogueFacts, legacy: Legacy) -> list[str]:
-    head = [_old_comment(legacy)]
+    head = _comment(facts, legacy)
     lines = [f"  {legacy.old}:"]
     if legacy.kind is Kind.RENAME:
         lines += ["    disposition: relabel", f"    type: {legacy.old_type}"]
@@ -317,7 +328,7 @@ def _family(facts: CatalogueFacts, legacy: Legacy) -> list[str]:
 
 
 def _item(facts: CatalogueFacts, legacy: Legacy) -> list[str]:
-    lines = [_old_comment(legacy), f"  {legacy.old}{{{OLD_LABEL}}}:", "    disposition: engine"]
+    lines = [*_comment(facts, legacy), f"  {legacy.old}{{{OLD_LABEL}}}:", "    disposition: engine"]
     return lines + _folded("note", _note(facts, legacy), 4)
 
 

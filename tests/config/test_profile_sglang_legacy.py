@@ -196,3 +196,14 @@ def test_the_old_percent_hit_rate_is_an_engine_item_not_today_s_family() -> None
     family = load_catalogue(VERSIONS[-1]).get("sglang:cache_hit_rate")
     assert family is not None
     assert family.type == "gauge"
+
+
+def test_each_rule_s_comment_names_the_release_today_s_family_is_catalogued_from() -> None:
+    """'# today: from S, catalogued from V' / 'same name, catalogued from V': the catalogues'."""
+    comments = re.findall(
+        r"# today: (?:from (\S+)|same name), catalogued from ([^,\s]+)[^\n]*\n  (\S+?)(?:\{name\})?:\n",
+        PROFILE.read_text("utf-8"),
+    )
+    assert len(comments) == len(_renamed()) + 5  # four in-place rows and the engine item
+    for source, version, old in comments:
+        assert _first_with(source or old) == version, old
