@@ -25,6 +25,7 @@ from metricbridge.service.selfmetrics import SelfMetrics
 from metricbridge.service.snapshot import Attempt, FetchSettings, Snapshot, UpstreamResult
 from metricbridge.translation.compiled import CompiledRules
 from metricbridge.translation.pipeline import MergeDrop, read_payload, translate_upstreams
+from metricbridge.translation.relabel_cache import RelabelCache
 from metricbridge.translation.translate import RowState, SynthState, Translation
 
 log = logging.getLogger("metricbridge.bridge")
@@ -63,7 +64,8 @@ class Bridge:
         # What reading and writing remember from one fetch to the next; used on the event loop
         # only (a name[] response, written in a thread, goes without).
         self.caches = CodecCaches()
-        metrics.track_caches(self.caches)
+        self.relabel_cache = RelabelCache()  # what relabel steps made of each label set
+        metrics.track_caches((*self.caches, self.relabel_cache.lru))
 
     def replace_rules(self, rules: CompiledRules) -> None:
         """Swap the rules; the next scrape fetches afresh so it is translated with them.
@@ -75,6 +77,7 @@ class Bridge:
         self._latest = None
         self.state = SynthState()
         self.caches.reset()
+        self.relabel_cache.reset()
 
     async def snapshot(self, timeout: float) -> Snapshot:
         """The latest snapshot if fresh, else the one being fetched, else a new fetch.
@@ -209,6 +212,7 @@ class Bridge:
                 now=loop.time(),
                 server_info=self.server_info,
                 caches=self.caches,
+                relabel_cache=self.relabel_cache,
             )
             translation = outcome.translation
             self.state = translation.state

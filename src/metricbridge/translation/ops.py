@@ -23,6 +23,7 @@ from metricbridge.model.family import (
 from metricbridge.model.names import LABEL_NAME
 from metricbridge.model.numbers import format_value, parse_value
 from metricbridge.translation.compiled import CompiledRelabel, Select
+from metricbridge.translation.relabel_cache import Miss, Outcome, RelabelCache, Relabelled
 
 
 def rename(family: AnyFamily, meta: FamilyMeta) -> AnyFamily:
@@ -180,39 +181,64 @@ def _relabel_one(labels: dict[str, str], step: CompiledRelabel) -> bool:
     return True
 
 
-def relabel(family: Family, steps: tuple[CompiledRelabel, ...]) -> tuple[Family, int, int]:
+def relabel_labels(labels: Labels, steps: tuple[CompiledRelabel, ...]) -> Relabelled:
+    """What ``steps`` make of one series' labels (the steps read nothing else: no value)."""
+    rewritten_labels = dict(labels)
+    if not all(_relabel_one(rewritten_labels, step) for step in steps):
+        return None
+    rewritten = rewritten_labels != dict(labels)
+    new_labels = tuple(sorted(rewritten_labels.items())) if rewritten else labels
+    ordered = new_labels if rewritten else tuple(sorted(new_labels))
+    return new_labels, rewritten, series_key(labels), series_key(new_labels), ordered
+
+
+def _relabel_cached(
+    labels: Labels, steps: tuple[CompiledRelabel, ...], cache: RelabelCache | None
+) -> Relabelled:
+    """``relabel_labels``, through ``cache`` when there is one."""
+    if cache is None:
+        return relabel_labels(labels, steps)
+    held = cache.get(labels, steps)
+    if not isinstance(held, Miss):
+        return held
+    outcome = relabel_labels(labels, steps)
+    cache.put(labels, steps, outcome)
+    return outcome
+
+
+def relabel(
+    family: Family, steps: tuple[CompiledRelabel, ...], cache: RelabelCache | None = None
+) -> tuple[Family, int, int]:
     """Apply relabel steps per series; return the family, series dropped and duplicates removed.
 
     Two series the steps make one are resolved whole, never sample by sample (a histogram's
     buckets from two series would not add up). A series the engine serves under the rewritten
     labels already wins, wherever it stands: the engine's own series is the true one (a patched
     engine writing ``cache_source="storage_MooncakeStore"`` itself, say). Otherwise the first
-    series rewritten onto those labels is kept.
+    series rewritten onto those labels is kept. ``cache`` (the caller's) remembers what the
+    steps made of each label set, for the next payload: the same result, without the regexes.
     """
-    # (sample, new labels, rewritten, its series before, its series after)
-    kept: list[tuple[Sample, Labels, bool, Labels, Labels]] = []
+    # (sample, what its labels became)
+    kept: list[tuple[Sample, Outcome]] = []
     dropped = duplicates = 0
     for sample in family.samples:
-        labels = dict(sample.labels)
-        if not all(_relabel_one(labels, step) for step in steps):
+        outcome = _relabel_cached(sample.labels, steps, cache)
+        if outcome is None:
             dropped += 1
             continue
-        rewritten = labels != dict(sample.labels)
-        new_labels = tuple(sorted(labels.items())) if rewritten else sample.labels
-        before = series_key(sample.labels)
-        kept.append((sample, new_labels, rewritten, before, series_key(new_labels)))
+        kept.append((sample, outcome))
     # Which original series each resulting series comes from: the engine's own first.
     owner: dict[Labels, Labels] = {}
-    for *_, rewritten, before, after in kept:
+    for _, (_, rewritten, before, after, _) in kept:
         if not rewritten:
             owner.setdefault(after, before)
-    for *_, rewritten, before, after in kept:
+    for _, (_, rewritten, before, after, _) in kept:
         if rewritten:
             owner.setdefault(after, before)
     out: list[Sample] = []
     seen: set[tuple[str, Labels]] = set()
-    for sample, new_labels, rewritten, before, after in kept:
-        key = (sample.name, tuple(sorted(new_labels)))
+    for sample, (new_labels, rewritten, before, after, ordered) in kept:
+        key = (sample.name, ordered)
         if owner[after] != before or key in seen:
             duplicates += 1
             continue

@@ -18,6 +18,7 @@ from metricbridge.exposition.reader import Exposition, read_exposition
 from metricbridge.exposition.writer import write_exposition
 from metricbridge.model.family import AnyFamily, Format
 from metricbridge.translation.compiled import CompiledRules
+from metricbridge.translation.relabel_cache import RelabelCache
 from metricbridge.translation.translate import SynthState, Translation, sample_count, translate
 
 # The bridge's own self-metrics own this prefix: an upstream family with it (another bridge
@@ -140,10 +141,19 @@ def translate_upstreams(  # noqa: PLR0913 - as translate, plus the upstreams' so
     now: float = 0.0,
     server_info: Mapping[str, object] | None = None,
     caches: CodecCaches | None = None,
+    relabel_cache: RelabelCache | None = None,
 ) -> Outcome:
     """Merge the read upstreams (``(source, exposition)``, first wins) and translate them once."""
     merged, drops = merge_upstreams([(source, exp.families) for source, exp in parts])
-    translation = translate(merged, rules, state, now=now, server_info=server_info, caches=caches)
+    translation = translate(
+        merged,
+        rules,
+        state,
+        now=now,
+        server_info=server_info,
+        caches=caches,
+        relabel_cache=relabel_cache,
+    )
     problems = (*(p for _, exp in parts for p in exp.problems), *translation.problems)
     renamed = sum(exp.renamed_samples for _, exp in parts)
     return Outcome(translation, problems, renamed, tuple(drops))

@@ -29,6 +29,7 @@ from metricbridge.translation.derive import derive_all
 from metricbridge.translation.idle import IdleState, observe, zero_gauges
 from metricbridge.translation.naming import escaped_copies, restore_escaped
 from metricbridge.translation.ops import relabel, rename, scale, select
+from metricbridge.translation.relabel_cache import RelabelCache
 from metricbridge.translation.rows import RowState, RowStatus
 from metricbridge.translation.warm_zero import warm_zero
 
@@ -88,10 +89,15 @@ class _Run:
     """One translation; holds the per-call accumulators so ``translate`` stays readable."""
 
     def __init__(
-        self, rules: CompiledRules, upstream: Sequence[AnyFamily], caches: CodecCaches | None
+        self,
+        rules: CompiledRules,
+        upstream: Sequence[AnyFamily],
+        caches: CodecCaches | None,
+        relabel_cache: RelabelCache | None = None,
     ) -> None:
         self.rules = rules
         self.caches = caches
+        self.relabel_cache = relabel_cache
         self.present = {family.name: family for family in upstream}
         self.stats = TranslationStats(families_in=len(upstream))
         self.problems: list[ExpositionError] = []
@@ -194,7 +200,7 @@ class _Run:
         elif isinstance(transform, Select):
             result = select(parsed, transform)
         else:
-            result, dropped, duplicates = relabel(parsed, transform.steps)
+            result, dropped, duplicates = relabel(parsed, transform.steps, self.relabel_cache)
             self.stats.dropped["relabel_drop"] += dropped
             self.stats.dropped["duplicate_series"] += duplicates
         if not result.samples and not compiled.in_place:
@@ -292,15 +298,16 @@ def translate(  # noqa: PLR0913 - the families, the rules, and what carries acro
     now: float = 0.0,
     server_info: Mapping[str, object] | None = None,
     caches: CodecCaches | None = None,
+    relabel_cache: RelabelCache | None = None,
 ) -> Translation:
     """Apply the rules to one upstream payload's families; ``state`` is the previous call's.
 
     ``caches`` (the caller's, as for the reader) remembers the lines of the families the rules
-    parse, for the next payload.
+    parse, for the next payload; ``relabel_cache`` what relabel steps made of each label set.
     """
     naming = rules.naming
     upstream, restored = restore_escaped(upstream, naming)
-    run = _Run(rules, upstream, caches)
+    run = _Run(rules, upstream, caches, relabel_cache)
     run.stats.names_restored = restored
     run.families(upstream)
     new_state, zeroed, warm_series = _synthesize(run, state or SynthState(), now, server_info)
