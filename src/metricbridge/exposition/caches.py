@@ -42,6 +42,7 @@ DEFAULT_BUDGETS: Mapping[str, int] = MappingProxyType(
         "written_headers": 2 * MiB,  # exposition.writer: HELP/TYPE lines as written
         "written_label_sets": 8 * MiB,  # exposition.writer: label sets as written
         "served_names": 1 * MiB,  # translation: the names each family takes in either format
+        "translation_plans": 2 * MiB,  # translation.plan: what each layout of families decides
     }
 )
 
@@ -91,6 +92,7 @@ class CodecCaches:
         "read_headers",
         "read_label_sets",
         "served_names",
+        "translation_plans",
         "written_headers",
         "written_label_sets",
     )
@@ -122,6 +124,11 @@ class CodecCaches:
         self.served_names: ByteLRU[tuple[str, MetricType], frozenset[str]] = ByteLRU(
             "served_names", chosen["served_names"]
         )
+        # translation.plan's TranslationPlan by family names (typed loosely: the codec's room
+        # cannot name translation's types; plan_for checks what it gets).
+        self.translation_plans: ByteLRU[tuple[str, ...], object] = ByteLRU(
+            "translation_plans", chosen["translation_plans"]
+        )
 
     def __iter__(self) -> Iterator[ByteLRU[Any, Any]]:
         """Every cache, in a fixed order."""
@@ -132,6 +139,7 @@ class CodecCaches:
         yield self.written_headers
         yield self.written_label_sets
         yield self.served_names
+        yield self.translation_plans
 
     @property
     def budget(self) -> int:

@@ -19,7 +19,7 @@ from metricbridge.model.numbers import format_value
 
 def by_name(families: Iterable[AnyFamily]) -> dict[str, AnyFamily]:
     """Families keyed by name."""
-    return {family.name: family for family in families}
+    return {family.meta.name: family for family in families}  # not .name: a call per family
 
 
 def series_labels(family: Family) -> list[Labels]:

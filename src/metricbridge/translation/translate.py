@@ -20,15 +20,28 @@ from metricbridge.model.family_names import served_names
 from metricbridge.translation.compiled import (
     CompiledRule,
     CompiledRules,
-    ContractRow,
     Rename,
     Scale,
     Select,
 )
 from metricbridge.translation.derive import derive_all
 from metricbridge.translation.idle import IdleState, observe, zero_gauges
-from metricbridge.translation.naming import escaped_copies, restore_escaped
+from metricbridge.translation.naming import (
+    apply_renames,
+    copies_of,
+    escaped_targets,
+    restore_escaped,
+)
 from metricbridge.translation.ops import relabel, rename, scale, select
+from metricbridge.translation.plan import (
+    Clash,
+    Ending,
+    TranslationPlan,
+    default_rows,
+    find_clashes,
+    plan_for,
+    store_plan,
+)
 from metricbridge.translation.relabel_cache import RelabelCache
 from metricbridge.translation.rows import RowState, RowStatus
 from metricbridge.translation.warm_zero import warm_zero
@@ -98,7 +111,8 @@ class _Run:
         self.rules = rules
         self.caches = caches
         self.relabel_cache = relabel_cache
-        self.present = {family.name: family for family in upstream}
+        # meta.name, not the name property: a Python call per family
+        self.present = {family.meta.name: family for family in upstream}
         self.stats = TranslationStats(families_in=len(upstream))
         self.problems: list[ExpositionError] = []
         self.rows: dict[str, RowStatus] = {}
@@ -139,18 +153,22 @@ class _Run:
             self.parse_cache[name] = result
         return result
 
-    def families(self, upstream: Sequence[AnyFamily]) -> None:
-        """Every upstream family through its rules, in order."""
-        by_input, consumed, out = self.rules.by_input, self.rules.consumed, self.out
-        samples_in = 0
-        for family in upstream:
-            samples_in += sample_count(family)
-            name = family.name
-            if name in by_input or name in consumed:
-                self.family(family)
-            else:
-                out.append(family)  # most families: no rule reads them
-        self.stats.samples_in += samples_in
+    def families(self, upstream: Sequence[AnyFamily], ruled: Sequence[int] | None) -> None:
+        """Every upstream family through its rules, in order.
+
+        ``ruled``: the positions of the families a rule reads, as a plan knows them; the
+        others (most) are served as they came, a run at a time.
+        """
+        if ruled is None:
+            by_input, consumed = self.rules.by_input, self.rules.consumed
+            ruled = [i for i, f in enumerate(upstream) if f.name in by_input or f.name in consumed]
+        out, start = self.out, 0
+        for position in ruled:
+            out.extend(upstream[start:position])
+            self.family(upstream[position])
+            start = position + 1
+        out.extend(upstream[start:])
+        self.stats.samples_in += sum(map(sample_count, upstream))
 
     def family(self, family: AnyFamily) -> None:
         rules = self.rules.by_input.get(family.name, ())
@@ -221,7 +239,36 @@ class _Run:
             self.caches.served_names.put(key, names, len(meta.name) + sum(map(len, names)))
         return names
 
-    def drop_clashes(self) -> None:
+    def finish(self, plan: TranslationPlan | None) -> dict[str, RowStatus]:
+        """Escaped copies, the clash check and every row's status; the plan's if it has them.
+
+        They depend only on the names and types served (and the engine's), so a plan keeps
+        them for the next payload whose families after synthesis have the same metas.
+        """
+        key = [family.meta for family in self.out]
+        ending = plan.ending_for(key) if plan is not None else None
+        if ending is None:
+            escaped = escaped_targets(key, self.rules.naming)
+            self.out.extend(copies_of(self.out, escaped))
+            clashes = self.find_clashes()
+            self.drop(clashes)
+            served = {family.meta.name for family in self.out}
+            ending = Ending(
+                key, escaped, clashes, default_rows(self.rules.rows, self.present, served)
+            )
+            if plan is not None:
+                plan.ending = ending
+                plan.dirty = True
+        else:
+            self.out.extend(copies_of(self.out, ending.escaped))
+            self.drop(ending.clashes)
+        rows = dict(ending.rows)
+        for name, status in self.rows.items():
+            if name in rows:
+                rows[name] = status
+        return rows
+
+    def find_clashes(self) -> tuple[Clash, ...]:
         """Serve no two families that share a wire name, however the rules and upstreams met.
 
         The reader keeps one upstream's families apart in their own format, and ``config
@@ -232,34 +279,29 @@ class _Run:
         response may be in either format, so a name taken in either is taken. The engine's
         families claim their names first, so a rule's output yields to them.
         """
-        upstream = [f for f in self.out if f.name in self.present]
-        taken: dict[str, str] = {}
-        clashing: set[int] = set()
-        for family in (*upstream, *(f for f in self.out if f.name not in self.present)):
-            names = self.served_names(family.meta)
-            shared = names & taken.keys()
-            if not shared:
-                taken.update(dict.fromkeys(names, family.name))
-                continue
-            clashing.add(id(family))
-            other = taken[min(shared)]
-            message = f"{' and '.join(sorted(shared))} already served by family {other}"
-            self.problems.append(ExpositionError(f"{message}; not served", family=family.name))
-            self.stats.dropped["name_clash"] += sample_count(family)
-            self.rows[family.name] = RowStatus(RowState.MISSING, message)
-        if clashing:
-            self.out = [family for family in self.out if id(family) not in clashing]
+        metas = [family.meta for family in self.out]
+        return find_clashes(metas, self.present, self.served_names)
 
-    def row_status(self, row: ContractRow, served: set[str]) -> RowStatus:
-        status = self.rows.get(row.name)
-        if status is not None:
-            return status
-        name = row.name
-        return row.status(present=name in self.present, served=name in served)
+    def drop(self, clashes: Sequence[Clash]) -> None:
+        """Leave the clashing families out, each reported, counted and its row missing."""
+        if not clashes:
+            return
+        out = self.out
+        for clash in clashes:
+            message = clash.message
+            self.problems.append(ExpositionError(f"{message}; not served", family=clash.name))
+            self.stats.dropped["name_clash"] += sample_count(out[clash.position])
+            self.rows[clash.name] = RowStatus(RowState.MISSING, message)
+        gone = {id(out[clash.position]) for clash in clashes}
+        self.out = [family for family in out if id(family) not in gone]
 
 
 def _synthesize(
-    run: _Run, state: SynthState, now: float, server_info: Mapping[str, object] | None
+    run: _Run,
+    state: SynthState,
+    now: float,
+    server_info: Mapping[str, object] | None,
+    plan: TranslationPlan | None,
 ) -> tuple[SynthState, tuple[str, ...], int]:
     """Derived families, warm-zero series, then idle zeroing, in that order."""
     rules = run.rules
@@ -271,8 +313,8 @@ def _synthesize(
             run.rows[name] = RowStatus(row_state, result.reason)
         elif name not in run.present:
             run.rows[name] = RowStatus(RowState.MISSING, result.reason, pending=result.pending)
-    before = {family.name for family in run.out}
-    warm = warm_zero(run.out, rules.warm_zero, run.peek)
+    before = {family.meta.name for family in run.out}
+    warm = warm_zero(run.out, rules.warm_zero, run.peek, plan.warm if plan else None)
     for spec in rules.warm_zero:
         name, outcome = spec.name, warm[spec.name]
         if outcome.synthesized and name not in before:
@@ -305,18 +347,21 @@ def translate(  # noqa: PLR0913 - the families, the rules, and what carries acro
     ``caches`` (the caller's, as for the reader) remembers the lines of the families the rules
     parse, for the next payload; ``relabel_cache`` what relabel steps made of each label set.
     """
-    naming = rules.naming
-    upstream, restored = restore_escaped(upstream, naming)
+    plan = plan_for(upstream, rules, caches)
+    if plan is None:
+        upstream, restored = restore_escaped(upstream, rules.naming)
+    else:
+        upstream, restored = apply_renames(upstream, plan.renames)
     run = _Run(rules, upstream, caches, relabel_cache)
     run.stats.names_restored = restored
-    run.families(upstream)
-    new_state, zeroed, warm_series = _synthesize(run, state or SynthState(), now, server_info)
-    run.out.extend(escaped_copies(run.out, naming))
-    run.drop_clashes()
-    served = {family.name for family in run.out}
-    rows = {rule.name: run.row_status(rule, served) for rule in rules.rows}
+    run.families(upstream, plan.ruled if plan is not None else None)
+    synthesized = _synthesize(run, state or SynthState(), now, server_info, plan)
+    new_state, zeroed, warm_series = synthesized
+    rows = run.finish(plan)
+    if plan is not None and caches is not None and (plan.dirty or plan.warm.dirty):
+        store_plan(plan, caches)
     run.stats.families_out = len(run.out)
-    run.stats.samples_out = sum(sample_count(family) for family in run.out)
+    run.stats.samples_out = sum(map(sample_count, run.out))
     return Translation(
         tuple(run.out), run.stats, tuple(run.problems), rows, new_state, zeroed, warm_series
     )
