@@ -1,23 +1,33 @@
-"""Service speed and memory against baselines measured in the same run (issue 3, "Speed").
+"""Service speed and memory against baselines measured in the same run, in one command.
 
-    python bench/bench_service.py [--runs 3] [--requests 40] [--memory-scrapes 1000]
+    python bench/bench_service.py [--runs 3] [--prometheus] [--skip PARTS] [--sizes 1MB,10MB]
 
 Upstream, proxy and bridge each run as a separate process (bench/servers.py), on 127.0.0.1.
+The simulated SGLang engine is ~1 MB (dp8 x tp2) or ~10 MB (dp88 x tp2), serving successive
+scrapes (rendered at start-up, in rotation) so that consecutive scrapes never see the same
+values ("evolving"); or, with ``--upstream fixed``, the same bytes.
 
-1. Added latency. A simulated SGLang engine at ~1 MB (dp8 x tp2) and ~10 MB (dp88 x tp2),
-   serving successive scrapes (rendered at start-up, in rotation) so that consecutive scrapes
-   never see the same values; or, with ``--upstream fixed``, the same bytes. One client scrapes
-   it directly, through a plain pass-through aiohttp proxy (streaming, and buffering the whole
-   body), and through the bridge (``--cache-ttl 0``: every scrape really fetches and
-   translates), round-robin, one request at a time. Added latency is a path's median minus the
-   direct median; the figure is the median over ``--runs`` runs. Target: the bridge adds at most
-   3x what the proxy adds.
-2. Cached throughput. The bridge with ``--cache-ttl 3600`` serving its translated 1 MB response,
+0. Translation: bench/bench_translate.py in a process of its own (translation against
+   ``split`` + ``join`` and prometheus_client's parser, at 100 KB, 1 MB and 10 MB).
+   Then gzip: the bridge's own OpenMetrics answer compressed at levels 1 to 6, taking turns.
+1. Added latency. One client scrapes the engine directly, through a plain pass-through aiohttp
+   proxy (streaming, and buffering the whole body), and through the bridge (``--cache-ttl 0``:
+   every scrape really fetches and translates), round-robin, one request at a time. Added
+   latency is a path's median minus the direct median; the figure is the median over
+   ``--runs`` runs.
+2. CPU per scrape. The bridge (``--cache-ttl 0``) and the buffering proxy, scraped in turns,
+   each one's user + system time from /proc over ``--cpu-scrapes`` scrapes, with plain
+   headers (text, identity) and with Prometheus' (OpenMetrics, gzip). Targets, plain headers:
+   the bridge at most 3x the proxy at 1 MB, 2.5x at 10 MB.
+3. Cached throughput. The bridge with ``--cache-ttl 3600`` serving its translated 1 MB response,
    against an aiohttp server serving the same bytes from memory, with ``wrk`` (or an aiohttp
    client when wrk is missing). Target: at least 75 %.
-3. Memory. The bridge scraping the evolving 10 MB engine ``--memory-scrapes`` times: RSS above
+4. Memory. The bridge scraping the evolving 10 MB engine ``--memory-scrapes`` times: RSS above
    the idle process (target at most 4x the payload) and growth from scrape 100 to the last
    (target at most 5 %).
+5. With ``--prometheus``: bench/bench_prometheus.py, a real Prometheus scraping the engine and
+   then the bridge for ``--prometheus-seconds`` each; the bridge's CPU per scrape as a ratio
+   of Prometheus' own ingest (target at most 0.5x).
 """
 
 from __future__ import annotations
@@ -29,15 +39,30 @@ import re
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
 import aiohttp
-from servers import Process
+import bench_prometheus
+from servers import BENCH, Process, Usage
 
 TEXT_ACCEPT = {"Accept": "text/plain;version=0.0.4", "Accept-Encoding": "identity"}
+# What Prometheus 3 sends (scrape_protocols' default order, gzip): OpenMetrics first.
+PROMETHEUS_HEADERS = {
+    "Accept": "application/openmetrics-text;version=1.0.0;escaping=allow-utf-8,"
+    "application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=1.0.0;"
+    "escaping=allow-utf-8;q=0.5,text/plain;version=0.0.4;q=0.4,*/*;q=0.1",
+    "Accept-Encoding": "gzip",
+    "X-Prometheus-Scrape-Timeout-Seconds": "10",
+}
+HEADER_SETS = {"plain": TEXT_ACCEPT, "prometheus": PROMETHEUS_HEADERS}
+# Bridge CPU per scrape over a buffered proxy's, plain headers. With Prometheus' headers the
+# yardstick is Prometheus' own ingest of the payload: bench/bench_prometheus.py.
+CPU_TARGETS = {("1MB", "plain"): 3.0, ("10MB", "plain"): 2.5}
 
 
 @contextlib.contextmanager
@@ -50,10 +75,12 @@ def running(*processes: Process) -> Iterator[None]:
             process.stop()
 
 
-async def timed_get(session: aiohttp.ClientSession, url: str) -> tuple[float, int]:
-    """Seconds to fetch and read one whole response, and its size."""
+async def timed_get(
+    session: aiohttp.ClientSession, url: str, headers: dict[str, str] = TEXT_ACCEPT
+) -> tuple[float, int]:
+    """Seconds to fetch and read one whole response, and its size (decompressed)."""
     started = time.perf_counter()
-    async with session.get(url, headers=TEXT_ACCEPT) as response:
+    async with session.get(url, headers=headers) as response:
         body = await response.read()
         if response.status != 200:
             raise RuntimeError(f"{url}: HTTP {response.status}")
@@ -123,7 +150,122 @@ def report_latency(size: str, medians: dict[str, list[float]]) -> None:
         )
 
 
-# --- 2. cached throughput -----------------------------------------------------------------
+# --- 2. CPU per scrape ---------------------------------------------------------------------
+
+
+async def cpu_per_scrape(
+    size: str, runs: int, scrapes: int, headers: dict[str, str], env: dict[str, str]
+) -> dict[str, list[Usage]]:
+    """Per run, each server's CPU and page faults per scrape, the two scraped in turns.
+
+    The buffered proxy and the bridge (``--cache-ttl 0``: every scrape fetches, translates and
+    renders) are scraped alternately, one request at a time, so that both see the same machine
+    over the same window; each one's CPU is read from /proc before and after the run.
+    """
+    upstream = Process.upstream(size, evolve=True)
+    with running(upstream):
+        await upstream.ready("/count")
+        paths = {
+            "proxy": Process.proxy(upstream.url + "/metrics", buffered=True),
+            "bridge": Process.bridge(upstream.url + "/metrics", cache_ttl=0, env=env),
+        }
+        with running(*paths.values()):
+            for process in paths.values():
+                await process.ready("/")
+            usage: dict[str, list[Usage]] = {name: [] for name in paths}
+            rss: list[int] = []
+            async with aiohttp.ClientSession() as session:
+                for _ in range(5):  # warm-up: connections, caches, the allocator's pools
+                    for process in paths.values():
+                        await timed_get(session, process.url + "/metrics", headers)
+                for _ in range(runs):
+                    before = {name: process.cpu() for name, process in paths.items()}
+                    for _ in range(scrapes):
+                        for process in paths.values():
+                            await timed_get(session, process.url + "/metrics", headers)
+                    rss.append(paths["bridge"].rss_kib())
+                    for name, process in paths.items():
+                        spent = process.cpu() - before[name]
+                        usage[name].append(
+                            Usage(
+                                spent.user / scrapes,
+                                spent.system / scrapes,
+                                spent.faults // scrapes,
+                            )
+                        )
+            peak = paths["bridge"].peak_rss_kib()
+    print(
+        f"    {size} bridge RSS after each run: "
+        + ", ".join(f"{r / 1024:.0f}" for r in rss)
+        + f" MiB; peak {peak / 1024:.0f} MiB"
+    )
+    return usage
+
+
+def report_cpu(size: str, which: str, usage: dict[str, list[Usage]], target: float | None) -> float:
+    """Print CPU per scrape per server and the bridge/proxy ratio; return the median ratio."""
+    ratios = [
+        b.total / p.total for b, p in zip(usage["bridge"], usage["proxy"], strict=True) if p.total
+    ]
+    for name, runs in usage.items():
+        shown = ", ".join(f"{u.total * 1e3:.2f}" for u in runs)
+        user = statistics.median(u.user for u in runs) * 1e3
+        system = statistics.median(u.system for u in runs) * 1e3
+        faults = statistics.median(u.faults for u in runs)
+        print(
+            f"    {size} {which:>10} {name:>6}: {statistics.median(u.total for u in runs) * 1e3:6.2f} ms"
+            f" CPU per scrape (user {user:.2f}, system {system:.2f}; {faults:,.0f} minor faults)"
+            f"  (runs: {shown})"
+        )
+    median = statistics.median(ratios) if ratios else float("nan")
+    shown = ", ".join(f"{r:.2f}" for r in ratios)
+    print(
+        f"    {size} {which:>10} bridge/buffered proxy CPU per scrape: {median:.2f}x "
+        f"(runs: {shown}" + (f"; target <= {target:g}x)" if target is not None else ")")
+    )
+    return median
+
+
+# --- 0b. gzip levels ------------------------------------------------------------------------
+
+
+async def gzip_levels(size: str, runs: int) -> None:
+    """Compress the bridge's own OpenMetrics answer at levels 1-6, taking turns; ms and ratio.
+
+    The answer is fetched from a bridge in front of the evolving engine, so the bytes are what
+    Prometheus would be sent; each level compresses the same bytes, ``runs`` x 3 times.
+    """
+    upstream = Process.upstream(size, evolve=True)
+    with running(upstream):
+        await upstream.ready("/count")
+        bridge = Process.bridge(upstream.url + "/metrics", cache_ttl=0)
+        with running(bridge):
+            await bridge.ready("/")
+            headers = {**PROMETHEUS_HEADERS, "Accept-Encoding": "identity"}
+            async with aiohttp.ClientSession() as session:
+                await timed_get(session, bridge.url + "/metrics", headers)
+                async with session.get(bridge.url + "/metrics", headers=headers) as response:
+                    body = await response.read()
+    levels = range(1, 7)
+    spent: dict[int, list[float]] = {level: [] for level in levels}
+    sizes: dict[int, int] = {}
+    for turn in range(runs * 3):
+        for index in range(len(levels)):
+            level = levels[(turn + index) % len(levels)]
+            started = time.perf_counter()
+            packer = zlib.compressobj(level, zlib.DEFLATED, 31)
+            sizes[level] = len(packer.compress(body) + packer.flush())
+            spent[level].append(time.perf_counter() - started)
+    base = statistics.median(spent[1])
+    shown = ", ".join(
+        f"{level}: {statistics.median(spent[level]) * 1e3:.1f} ms ({statistics.median(spent[level]) / base:.2f}x)"
+        f" {len(body) / sizes[level]:.1f}:1"
+        for level in levels
+    )
+    print(f"  {size} ({len(body):,} B answer): {shown}")
+
+
+# --- 3. cached throughput -----------------------------------------------------------------
 
 
 def wrk_rps(url: str, seconds: int, connections: int) -> float:
@@ -270,27 +412,76 @@ async def main() -> None:
         metavar="KEY=VALUE",
         help="extra environment for the bridge, in every part (e.g. MALLOC_MMAP_THRESHOLD_)",
     )
+    parser.add_argument(
+        "--headers",
+        default="plain,prometheus",
+        help="CPU part: plain (text, identity) and/or prometheus (OpenMetrics, gzip)",
+    )
+    parser.add_argument("--cpu-scrapes", type=int, default=100, help="per server per run")
     parser.add_argument("--throughput-seconds", type=int, default=10)
     parser.add_argument("--connections", type=int, default=8)
     parser.add_argument("--memory-scrapes", type=int, default=1000)
-    parser.add_argument("--skip", default="", help="comma-separated: latency,throughput,memory")
+    parser.add_argument(
+        "--skip",
+        default="",
+        help="comma-separated: translation,gzip,latency,cpu,throughput,memory",
+    )
+    parser.add_argument("--repeat", type=int, default=7, help="bench_translate.py's --repeat")
+    parser.add_argument(
+        "--prometheus",
+        action="store_true",
+        help="also run Prometheus against the engine and the bridge (bench_prometheus.py)",
+    )
+    parser.add_argument("--prometheus-seconds", type=float, default=60.0, help="each window")
     args = parser.parse_args()
-    skip = set(args.skip.split(","))
+    await run_parts(args, set(args.skip.split(",")))
+
+
+async def latency_part(args: argparse.Namespace, env: dict[str, str]) -> None:
+    """Part 1, every upstream mode and size."""
+    print("1. added latency (sequential scrapes, one at a time, round-robin over the paths):")
+    for mode in args.upstream.split(","):
+        for size in args.sizes.split(","):
+            medians = await latency(
+                size, args.runs, args.requests, evolve=mode == "evolving", env=env
+            )
+            report_latency(size, medians)
+
+
+async def cpu_part(args: argparse.Namespace, env: dict[str, str]) -> None:
+    """Part 2, every size with every header set."""
+    print("2. CPU per scrape, bridge (--cache-ttl 0) vs a buffered pass-through proxy:")
+    for size in args.sizes.split(","):
+        for which in args.headers.split(","):
+            usage = await cpu_per_scrape(size, args.runs, args.cpu_scrapes, HEADER_SETS[which], env)
+            report_cpu(size, which, usage, CPU_TARGETS.get((size, which)))
+
+
+async def run_parts(args: argparse.Namespace, skip: set[str]) -> None:
+    """Every part not in ``skip``, in order (Prometheus' only with ``--prometheus``)."""
     env = dict(item.split("=", 1) for item in args.bridge_env)
+    if "translation" not in skip:
+        print("0. translation (bench/bench_translate.py, in a process of its own):", flush=True)
+        command = [sys.executable, str(BENCH / "bench_translate.py"), "--repeat", str(args.repeat)]
+        await asyncio.to_thread(subprocess.run, command, check=True)
+    if "gzip" not in skip:
+        print("0b. gzip levels for the bridge's answer (Prometheus asks for gzip):")
+        for size in args.sizes.split(","):
+            await gzip_levels(size, args.runs)
     if "latency" not in skip:
-        print("1. added latency (sequential scrapes, one at a time, round-robin over the paths):")
-        for mode in args.upstream.split(","):
-            for size in args.sizes.split(","):
-                medians = await latency(
-                    size, args.runs, args.requests, evolve=mode == "evolving", env=env
-                )
-                report_latency(size, medians)
+        await latency_part(args, env)
+    if "cpu" not in skip:
+        await cpu_part(args, env)
     if "throughput" not in skip:
-        print("2. cached-response throughput:")
+        print("3. cached-response throughput:")
         await throughput(args.runs, args.throughput_seconds, args.connections, env)
     if "memory" not in skip:
-        print("3. memory:")
+        print("4. memory:")
         await memory(args.memory_scrapes, env)
+    if args.prometheus:
+        print("5. against a real Prometheus (bench/bench_prometheus.py):")
+        settings = bench_prometheus.Settings(args.prometheus_seconds, 10.0, "1s", env)
+        await bench_prometheus.run(args.sizes, 1, settings)
 
 
 if __name__ == "__main__":
