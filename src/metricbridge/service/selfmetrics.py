@@ -265,10 +265,13 @@ class SelfMetrics:
         key = (fmt, gzip_level is not None)
         rendered = self._rendered.get(key)
         if rendered is None:
-            rendered = _generate(self._settled, fmt, self._codec)
-            rendered += _EOF if fmt is Format.OPENMETRICS else b""
             if gzip_level is not None:
-                rendered = gzip_member(rendered, gzip_level)
+                # From the plain render, which a gzip response carries beside it (close_gzip):
+                # generating the registry twice cost as much as reading a 1 MB engine payload.
+                rendered = gzip_member(self.render_settled(fmt), gzip_level)
+            else:
+                rendered = _generate(self._settled, fmt, self._codec)
+                rendered += _EOF if fmt is Format.OPENMETRICS else b""
             self._rendered[key] = rendered
         return rendered
 
