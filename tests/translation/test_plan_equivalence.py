@@ -289,3 +289,22 @@ def test_mutated_simulator_layouts_translate_alike(steps: list[tuple[str, int, i
     base = SimulatedEngine(dp_size=2, tp_size=1, seed=5)
     base.advance(30.0, arrivals_per_second=10.0)
     _agree(_mutated_sequence(base.render(), steps), escaped=True)
+
+
+def test_derive_tables_stay_bounded_when_labels_change_every_scrape() -> None:
+    """A label value new in every payload cannot grow the plan's derive tables without end."""
+    rules = _rules()
+    planned, full = _Translator(rules, plans=True), _Translator(rules, plans=False)
+    first: dict[object, int] = {}
+    steps = 100  # more than the 66 entries a one-series operand's table may hold
+    for step in range(steps):
+        payload = _FIRST_LABEL_VALUE.sub(rb'\1\2-%d"' % step, TP1)
+        assert planned(payload) == full(payload)
+        (plan,) = (v for v, _ in planned.caches.translation_plans._data.values())
+        assert isinstance(plan, TranslationPlan)
+        tables = {**plan.derive.rests, **plan.derive.groups}
+        if step == 0:
+            first = {key: len(table) for key, table in tables.items()}
+            assert steps * min(first.values()) > 3 * min(first.values()) + 64
+        for key, table in tables.items():
+            assert len(table) <= 3 * first.get(key, 0) + 64

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from metricbridge.model.family import (
     AnyFamily,
@@ -55,24 +55,86 @@ class Derived:
     approximated: bool = False  # an approximate row's family
 
 
+@dataclass(slots=True)
+class DeriveMemo:
+    """What the label filters made of each label set, kept by a scrape plan for the next payload.
+
+    An operand's filter (its matched and excluded labels) and a formula's grouping read a
+    sample's labels alone, and an engine sends the same label tuples scrape after scrape: the
+    answer is looked up by the tuple instead of sorted again. Each table is emptied when it
+    outgrows the series it serves (labels that change every scrape), so it stays bounded.
+    """
+
+    rests: dict[FamilySeries, dict[Labels, Labels | None]] = field(default_factory=dict)
+    groups: dict[frozenset[str], dict[Labels, Labels]] = field(default_factory=dict)
+    dirty: bool = False  # an entry was added since the owner last sized the memo
+
+    def rest_table(self, operand: FamilySeries, series: int) -> dict[Labels, Labels | None]:
+        """The operand's table: label set -> labels without the matched ones, None if filtered."""
+        table = self.rests.setdefault(operand, {})
+        if len(table) > _bound(series):
+            table.clear()
+        return table
+
+    def group_table(self, by: frozenset[str], series: int) -> dict[Labels, Labels]:
+        """The grouping's table: label set -> its ``by`` labels, sorted."""
+        table = self.groups.setdefault(by, {})
+        if len(table) > _bound(series):
+            table.clear()
+        return table
+
+    def label_set_count(self) -> int:
+        """How many label tuples the memo refers to (keys and answers)."""
+        rests = sum(len(table) for table in self.rests.values())
+        return 2 * (rests + sum(len(table) for table in self.groups.values()))
+
+
+def _bound(series: int) -> int:
+    """Entries a table may hold for this many series: more means labels that change each scrape."""
+    return 2 * series + 64
+
+
+_UNSEEN = object()  # a label set not in a memo table yet (None is an answer there)
+
+
+def _rest(labels: Labels, operand: FamilySeries) -> Labels | None:
+    if operand.pairs.issubset(labels) and operand.excluded.isdisjoint(labels):
+        matched = operand.labels
+        return tuple(sorted(p for p in labels if p[0] not in matched))
+    return None
+
+
 def selected(
-    operand: FamilySeries, families: Mapping[str, AnyFamily], parse: Parse = parsed_or_none
+    operand: FamilySeries,
+    families: Mapping[str, AnyFamily],
+    parse: Parse = parsed_or_none,
+    memo: DeriveMemo | None = None,
 ) -> Values | None:
     """(labels without the matched ones, value) of the operand's series; None if absent."""
     family = parse(families.get(operand.family))
     if family is None:
         return None
-    wanted, matched, excluded = operand.pairs, operand.labels, operand.excluded
     if operand.sample is None:
         samples = value_samples(family)
     else:  # a histogram's or summary's _sum or _count
         name = f"{sample_base(family.name, family.meta.type)}_{operand.sample}"
         samples = [s for s in family.samples if s.name == name]
     out = []
+    if memo is None:
+        for sample in samples:
+            rest = _rest(sample.labels, operand)
+            if rest is not None:
+                out.append((rest, sample.value))
+        return out
+    table = memo.rest_table(operand, len(samples))
     for sample in samples:
-        if wanted.issubset(sample.labels) and excluded.isdisjoint(sample.labels):
-            rest = tuple(sorted(p for p in sample.labels if p[0] not in matched))
-            out.append((rest, sample.value))
+        labels = sample.labels
+        held = table.get(labels, _UNSEEN)
+        if held is _UNSEEN:
+            held = table[labels] = _rest(labels, operand)
+            memo.dirty = True
+        if held is not None:
+            out.append((held, sample.value))  # type: ignore[arg-type]
     return out
 
 
@@ -80,20 +142,41 @@ def _group(labels: Labels, by: frozenset[str]) -> Labels:
     return tuple(sorted(p for p in labels if p[0] in by))
 
 
+def _grouper(
+    by: frozenset[str], memo: DeriveMemo | None, series: int
+) -> Callable[[Labels], Labels]:
+    """``_group`` for one ``by``, looked up in the memo's table when there is one."""
+    if memo is None:
+        return lambda labels: _group(labels, by)
+    table = memo.group_table(by, series)
+
+    def group(labels: Labels) -> Labels:
+        held = table.get(labels)
+        if held is None:
+            held = table[labels] = _group(labels, by)
+            memo.dirty = True
+        return held
+
+    return group
+
+
 def _restarted(name: str, series: Values, memory: CounterMemory) -> bool:
     return any(value < memory.get((name, labels), value) for labels, value in series)
 
 
-def _deltas(
+def _deltas(  # noqa: PLR0913 - one counter's series, what was remembered, and how to group
     name: str,
     series: Values,
     memory: CounterMemory,
     by: frozenset[str],
     seen: dict[tuple[str, Labels], float],
+    *,
+    memo: DeriveMemo | None,
 ) -> dict[Labels, float]:
     # One series going down means the engine restarted: every series of the family started
     # over, including those that have already grown past their old values.
     restarted = _restarted(name, series, memory)
+    grouped = _grouper(by, memo, len(series))
     sums: dict[Labels, float] = {}
     for labels, value in series:
         seen[(name, labels)] = value
@@ -101,7 +184,7 @@ def _deltas(
         if previous is None:
             continue
         delta = value if restarted else value - previous
-        group = _group(labels, by)
+        group = grouped(labels)
         sums[group] = sums.get(group, 0.0) + delta
     return sums
 
@@ -110,16 +193,18 @@ def _deltas(
 NEEDS_TWO_FETCHES = "no value yet: a rate needs two fetches"
 
 
-def _ratio_of_deltas(
+def _ratio_of_deltas(  # noqa: PLR0913 - the formula, what it reads, and how
     formula: RatioOfDeltas,
     families: Mapping[str, AnyFamily],
     memory: CounterMemory,
     seen: dict[tuple[str, Labels], float],
     parse: Parse,
+    *,
+    memo: DeriveMemo | None,
 ) -> Values | str:
     numerator, denominator = formula.numerator, formula.denominator
-    num = selected(numerator, families, parse)
-    den = selected(denominator, families, parse)
+    num = selected(numerator, families, parse, memo)
+    den = selected(denominator, families, parse, memo)
     if num is None or den is None:
         absent = numerator.family if num is None else denominator.family
         return f"{absent} is absent upstream"
@@ -127,8 +212,8 @@ def _ratio_of_deltas(
         _restarted(numerator.memory_key, num, memory)
         or _restarted(denominator.memory_key, den, memory)
     )
-    num_deltas = _deltas(numerator.memory_key, num, memory, formula.by, seen)
-    den_deltas = _deltas(denominator.memory_key, den, memory, formula.by, seen)
+    num_deltas = _deltas(numerator.memory_key, num, memory, formula.by, seen, memo=memo)
+    den_deltas = _deltas(denominator.memory_key, den, memory, formula.by, seen, memo=memo)
     if not den_deltas:
         return NEEDS_TWO_FETCHES
     if reset:
@@ -175,9 +260,10 @@ def _ratio(
     families: Mapping[str, AnyFamily],
     server_info: Mapping[str, object] | None,
     parse: Parse,
+    memo: DeriveMemo | None,
 ) -> Values | str:
     numerator, denominator = formula.numerator, formula.denominator
-    num = selected(numerator, families, parse)
+    num = selected(numerator, families, parse, memo)
     if num is None:
         return f"{numerator.family} is absent upstream"
     if isinstance(denominator, ServerField):
@@ -185,7 +271,7 @@ def _ratio(
         if den_value is None:
             return f"/server_info has no usable {denominator.field}"
     else:
-        den = selected(denominator, families, parse)
+        den = selected(denominator, families, parse, memo)
         if den is None:
             return f"{denominator.family} is absent upstream"
         den_value = sum(value for _, value in den)
@@ -217,14 +303,15 @@ def _from_server_info(
 
 
 def _share_zero(
-    formula: ShareZero, families: Mapping[str, AnyFamily], parse: Parse
+    formula: ShareZero, families: Mapping[str, AnyFamily], parse: Parse, memo: DeriveMemo | None
 ) -> Values | str:
-    series = selected(formula.numerator, families, parse)
+    series = selected(formula.numerator, families, parse, memo)
     if not series:
         return f"{formula.numerator.family} is absent upstream"
+    grouped = _grouper(formula.by, memo, len(series))
     counts: dict[Labels, list[int]] = {}
     for labels, value in series:
-        tally = counts.setdefault(_group(labels, formula.by), [0, 0])
+        tally = counts.setdefault(grouped(labels), [0, 0])
         tally[0] += value == 0
         tally[1] += 1
     return [(group, zero / total) for group, (zero, total) in counts.items()]
@@ -238,24 +325,30 @@ def derive_values(  # noqa: PLR0913 - the formula, what it reads, and how
     *,
     seen: dict[tuple[str, Labels], float],
     parse: Parse = parsed_or_none,
+    memo: DeriveMemo | None = None,
 ) -> Values | str:
-    """One derived family's series, or why it has none; counter values read go into ``seen``."""
+    """One derived family's series, or why it has none; counter values read go into ``seen``.
+
+    ``memo``: a scrape plan's, what the label filters made of the label sets seen before.
+    """
     formula = derive.formula
     if isinstance(formula, RatioOfDeltas):
-        return _ratio_of_deltas(formula, families, memory, seen, parse)
+        return _ratio_of_deltas(formula, families, memory, seen, parse, memo=memo)
     if isinstance(formula, Ratio):
-        return _ratio(formula, families, server_info, parse)
+        return _ratio(formula, families, server_info, parse, memo)
     if isinstance(formula, FromServerInfo):
         return _from_server_info(formula, families, server_info, parse)
-    return _share_zero(formula, families, parse)
+    return _share_zero(formula, families, parse, memo)
 
 
-def derive_all(
+def derive_all(  # noqa: PLR0913 - as derive_values, for every rule
     families: Sequence[AnyFamily],
     derives: Sequence[CompiledDerive],
     memory: CounterMemory,
     server_info: Mapping[str, object] | None,
     parse: Parse = parsed_or_none,
+    *,
+    memo: DeriveMemo | None = None,
 ) -> tuple[dict[str, Derived], dict[tuple[str, Labels], float]]:
     """Compute every derived family; return results by name and the counter values to remember."""
     index = by_name(families)
@@ -266,7 +359,9 @@ def derive_all(
         if name in index:  # a patched engine serves it natively: its series win
             results[name] = Derived(None, "served by the engine under the contract name")
             continue
-        values = derive_values(derive, index, memory, server_info, seen=seen, parse=parse)
+        values = derive_values(
+            derive, index, memory, server_info, seen=seen, parse=parse, memo=memo
+        )
         if isinstance(values, str):
             pending = values is NEEDS_TWO_FETCHES  # the constant itself, never a copy of its text
             results[name] = Derived(None, values, pending=pending)

@@ -4,9 +4,9 @@ An engine's layout (which families, in which order, with which HELP/TYPE/UNIT, a
 sets) is the same scrape after scrape; only values move. Much of a translation depends on the
 layout alone: which families no rule reads (served as they came), which are renamed from the
 escaped prefix, which served names clash, every contract row's status where the run left no
-reason of its own, which escaped-spelling copies to serve, and what warm-zero series are
-missing. A ``TranslationPlan`` holds those answers for one layout, as Prometheus' scrape cache
-holds series references per target.
+reason of its own, which escaped-spelling copies to serve, which warm-zero series are missing,
+and what derive's label filters make of each label set. A ``TranslationPlan`` holds those
+answers for one layout, as Prometheus' scrape cache holds series references per target.
 
 Every answer is held with the exact input it was computed from (a list of ``FamilyMeta``, a
 list of label tuples) and reused only when this payload's input compares equal, so a plan
@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from metricbridge.exposition.caches import CodecCaches, labels_size
 from metricbridge.model.family import AnyFamily, FamilyMeta
 from metricbridge.translation.compiled import CompiledRules, ContractRow
+from metricbridge.translation.derive import DeriveMemo
 from metricbridge.translation.naming import Renames, escaped_renames
 from metricbridge.translation.rows import RowStatus
 from metricbridge.translation.warm_zero import WarmMemo
@@ -47,6 +48,8 @@ __all__ = [
 _PER_FAMILY = 64
 # Per label tuple a memo holds (the tuples themselves are usually shared with the reader's).
 _PER_LABEL_SET = 16
+# Per label tuple in derive's tables: the dict slot and, for an answer, a tuple of its own.
+_PER_DERIVED_LABEL_SET = 80
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +87,7 @@ class TranslationPlan:
     ruled: tuple[int, ...]  # positions of the families some rule reads (or drops)
     ending: Ending | None = None  # the last ending seen with this layout
     warm: WarmMemo = field(default_factory=WarmMemo)
+    derive: DeriveMemo = field(default_factory=DeriveMemo)
     dirty: bool = True  # changed since the cache was last told its size
 
     def size(self) -> int:
@@ -91,7 +95,12 @@ class TranslationPlan:
         metas = sum(len(m.name) + len(m.help or "") + len(m.unit or "") for m in self.metas)
         ending = self.ending.size() if self.ending is not None else 0
         warm = self.warm.size(labels_size) + _PER_LABEL_SET * self.warm.label_set_count()
-        return metas + _PER_FAMILY * len(self.metas) + ending + warm
+        derive = _PER_DERIVED_LABEL_SET * self.derive.label_set_count()
+        return metas + _PER_FAMILY * len(self.metas) + ending + warm + derive
+
+    def changed(self) -> bool:
+        """Whether anything was added since the cache was last told the plan's size."""
+        return self.dirty or self.warm.dirty or self.derive.dirty
 
     def ending_for(self, key: list[FamilyMeta]) -> Ending | None:
         """The ending remembered for families of this layout, if they are the ones given."""
@@ -128,7 +137,7 @@ def plan_for(
 
 def store_plan(plan: TranslationPlan, caches: CodecCaches) -> None:
     """Hold the plan, telling the cache its size (again, once its answers have changed)."""
-    plan.dirty = plan.warm.dirty = False
+    plan.dirty = plan.warm.dirty = plan.derive.dirty = False
     caches.translation_plans.put(tuple(meta.name for meta in plan.metas), plan, plan.size())
 
 

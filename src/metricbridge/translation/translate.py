@@ -305,7 +305,10 @@ def _synthesize(
 ) -> tuple[SynthState, tuple[str, ...], int]:
     """Derived families, warm-zero series, then idle zeroing, in that order."""
     rules = run.rules
-    derived, counters = derive_all(run.out, rules.derives, state.counters, server_info, run.peek)
+    memo = plan.derive if plan is not None else None
+    derived, counters = derive_all(
+        run.out, rules.derives, state.counters, server_info, run.peek, memo=memo
+    )
     for name, result in derived.items():
         if result.family is not None:
             run.out.append(result.family)
@@ -358,7 +361,7 @@ def translate(  # noqa: PLR0913 - the families, the rules, and what carries acro
     synthesized = _synthesize(run, state or SynthState(), now, server_info, plan)
     new_state, zeroed, warm_series = synthesized
     rows = run.finish(plan)
-    if plan is not None and caches is not None and (plan.dirty or plan.warm.dirty):
+    if plan is not None and caches is not None and plan.changed():
         store_plan(plan, caches)
     run.stats.families_out = len(run.out)
     run.stats.samples_out = sum(map(sample_count, run.out))
