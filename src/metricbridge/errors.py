@@ -69,12 +69,24 @@ class TemplateError(MetricbridgeError, ValueError):
 
 
 class ExpositionError(MetricbridgeError):
-    """An exposition could not be read; ``line`` is 1-based, ``family`` set when known."""
+    """An exposition could not be read; ``line`` is 1-based, ``family`` set when known.
 
-    def __init__(self, message: str, *, line: int | None = None, family: str | None = None) -> None:
+    ``reason`` is a short fixed word for a self-metric's label: ``malformed`` for anything the
+    grammar refuses, else the semantic rule broken (``exposition.semantics.REASONS``).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        line: int | None = None,
+        family: str | None = None,
+        reason: str = "malformed",
+    ) -> None:
         self.message = message
         self.line = line
         self.family = family
+        self.reason = reason
         parts = []
         if line is not None:
             parts.append(f"line {line}")

@@ -44,12 +44,12 @@ def test_malformed_input_exits_2_naming_the_line_and_writes_nothing(
 ) -> None:
     """A bad line: exit 2, a message with its line number, and OUTPUT left untouched."""
     bad = tmp_path / "bad.prom"
-    bad.write_bytes(b'# TYPE g gauge\ng{a="x\\q"} 1\n')
+    bad.write_bytes(b'# TYPE g gauge\ng{a="x" b="y"} 1\n')
     out = tmp_path / "out.prom"
     out.write_text("previous content\n")
     assert main(["translate", str(bad), "-o", str(out)]) == 2
     err = capsys.readouterr().err
-    assert f"{bad}: line 2, family g: invalid escape sequence '\\q' in label value" in err
+    assert f"{bad}: line 2, family g: expected ',' or '}}' at column 9" in err
     assert "nothing written" in err
     assert out.read_text() == "previous content\n"
     assert sorted(tmp_path.iterdir()) == sorted([bad, out])  # no temporary file left behind

@@ -168,13 +168,15 @@ def test_unusable_snapshot_exit_2(capsys, tmp_path: Path):
     )
 
 
-def test_bad_header_escape_drops_that_family_with_a_warning(capsys, tmp_path: Path):
-    """A bad escape in an OpenMetrics HELP line drops that family, as the service does."""
+def test_a_family_breaking_its_type_is_dropped_with_a_warning(capsys, tmp_path: Path):
+    """A negative counter drops that family, as the service does (exposition.semantics)."""
     bad = tmp_path / "bad.om.txt"
-    bad.write_bytes(b"# HELP a \\q\n# TYPE a gauge\na 1\n# EOF\n")
+    bad.write_bytes(b"# TYPE a counter\na_total -1\n# EOF\n")
     run = run_cli(capsys, "contract", "--snapshot", bad)
     assert run.code == 0
-    assert run.err.startswith(f"warning: {bad}: dropped a family: line 1, family a: HELP text: ")
+    assert run.err == (
+        f"warning: {bad}: dropped a family: line 2, family a: a_total is -1; it cannot be negative\n"
+    )
 
 
 def test_a_source_is_required(capsys):

@@ -48,9 +48,9 @@ FATAL = [
 # Payloads where one family is bad: it is dropped with this problem, the rest is kept.
 PER_FAMILY = [
     pytest.param(
-        b'# TYPE g gauge\ng{a="x\\q"} 1\n',
-        "line 2, family g: invalid escape sequence '\\q' in label value",
-        id="bad_escape",
+        b'# TYPE g gauge\ng{a="x" b="y"} 1\n',
+        "line 2, family g: expected ',' or '}' at column 9",
+        id="missing_comma",
     ),
     pytest.param(
         b"# HELP g one\n# HELP g two\n# TYPE g gauge\ng 1\n",
@@ -100,7 +100,9 @@ PER_FAMILY = [
         "line 2, family g: invalid UTF-8 (invalid start byte)",
         id="invalid_utf8",
     ),
-    pytest.param(b'# TYPE g gauge\ng{a="\x00"} 1\n', "line 2, family g: NUL byte", id="nul_byte"),
+    pytest.param(
+        b"# TYPE g gauge\ng 1\x00\n", "line 2, family g: invalid value '1\\x00'", id="nul_byte"
+    ),
 ]
 
 
@@ -322,14 +324,12 @@ def test_family_split_by_a_comment_mixes_vouched_and_parsed_blocks() -> None:
     )
 
 
-def test_bad_escape_in_an_openmetrics_help_line_drops_only_that_family() -> None:
-    """OpenMetrics HELP allows only \\\\, \\" and \\n; another escape is a located problem, not a crash."""
-    payload = b"# HELP g bad \\q escape\n# TYPE g gauge\ng 1\n# TYPE h gauge\nh 2\n# EOF\n"
+def test_an_undefined_escape_in_an_openmetrics_help_line_is_kept_as_written() -> None:
+    r"""OpenMetrics allows ``BS normal-char``: ``\q`` is a backslash and a q, as in Prometheus."""
+    payload = b"# HELP g odd \\q escape\n# TYPE g gauge\ng 1\n# TYPE h gauge\nh 2\n# EOF\n"
     exposition = read_exposition(payload, Format.OPENMETRICS)
-    assert [f.name for f in exposition.families] == ["h"]
-    assert [str(p) for p in exposition.problems] == [
-        "line 1, family g: HELP text: invalid escape sequence '\\q' in label value"
-    ]
+    assert exposition.problems == []
+    assert [f.meta.help for f in exposition.families] == ["odd \\q escape", None]
 
 
 TEXT_COUNTER_WITH_CREATED = (

@@ -5,7 +5,16 @@ from __future__ import annotations
 from metricbridge.errors import ExpositionError
 from metricbridge.exposition.caches import CodecCaches
 from metricbridge.exposition.family_parse import parse_family
-from metricbridge.model.family import AnyFamily, Family, MetricType, Sample, sample_base, series_key
+from metricbridge.exposition.semantics import first_breach
+from metricbridge.model.family import (
+    AnyFamily,
+    Family,
+    Format,
+    MetricType,
+    Sample,
+    sample_base,
+    series_key,
+)
 
 
 def _interleave_created(
@@ -50,6 +59,7 @@ def merge_created_families(
         if f.meta.type in (MetricType.COUNTER, MetricType.HISTOGRAM, MetricType.SUMMARY)
     }
     merged: set[int] = set()
+    dropped: set[int] = set()
     for index, family in enumerate(families):
         owner = owners.get(family.name.removesuffix("_created"))
         is_created = family.name.endswith("_created") and family.meta.type is MetricType.GAUGE
@@ -68,9 +78,19 @@ def merge_created_families(
         if orphans:
             message = f"{orphans} creation time(s) of no series of {parent.name}; left out"
             problems.append(ExpositionError(message, family=family.name))
-        families[owner] = Family(parent.meta, samples)
         merged.add(index)
-    return [f for i, f in enumerate(families) if i not in merged], problems
+        # The parent may have been raw: parsed now, it is held to its type's rules here.
+        merged_family = Family(parent.meta, samples)
+        breach = first_breach(merged_family, Format.TEXT)
+        if breach is None:
+            families[owner] = merged_family
+        else:
+            problems.append(
+                ExpositionError(breach.message, family=parent.name, reason=breach.reason)
+            )
+            dropped.add(owner)
+    gone = merged | dropped
+    return [f for i, f in enumerate(families) if i not in gone], problems
 
 
 def created_orphans(mtype: MetricType, samples: tuple[Sample, ...]) -> tuple[Sample, ...]:

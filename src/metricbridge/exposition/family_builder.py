@@ -19,13 +19,14 @@ from metricbridge.exposition.caches import CodecCaches, KnownHeader
 from metricbridge.exposition.created_series import created_orphans
 from metricbridge.exposition.family_parse import parse_lines, unescape_help
 from metricbridge.exposition.sample_line import parse_sample, unescape
+from metricbridge.exposition.semantics import checked
 from metricbridge.exposition.writer import label_set
 from metricbridge.model.family import (
     AnyFamily,
     Body,
-    Family,
     FamilyMeta,
     Format,
+    Labels,
     MetricType,
     RawFamily,
     Sample,
@@ -238,17 +239,13 @@ class GeneralReader:
             )
 
     def _decode(self, raw: bytes, *, header: bool = False) -> str | None:
+        # A NUL byte is a character like any other (OpenMetrics: "NULL (ASCII 0x0) MUST be
+        # supported" in strings); the line grammar refuses it wherever a string is not allowed.
         try:
-            text = raw.decode("utf-8")
+            return raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             bad_line = self.line + raw.count(b"\n", 0, exc.start)
             problem = ExpositionError(f"invalid UTF-8 ({exc.reason})", line=bad_line)
-        else:
-            if "\x00" not in text:
-                return text
-            problem = ExpositionError(
-                "NUL byte", line=self.line + text.count("\n", 0, text.index("\x00"))
-            )
         builder = self.current
         parts = raw.split(b" ", 3)
         if header and len(parts) >= 3 and parts[1] in (b"HELP", b"TYPE", b"UNIT"):
@@ -288,13 +285,22 @@ class GeneralReader:
                 count = sum(piece[2] for piece in pieces)
             self.result.families.append(RawFamily(meta, body, self.fmt, first, count))
             return
-        samples = self._unique(builder)
-        orphans = created_orphans(meta.type, samples)
+        self._close_parsed(builder, meta)
+
+    def _close_parsed(self, builder: Builder, meta: FamilyMeta) -> None:
+        """Repeats and orphaned creation times out, then held to its type's rules (semantics)."""
+        samples, lines = self._unique(builder)
+        orphans = created_orphans(meta.type, tuple(samples))
         if orphans:
             message = f"{len(orphans)} creation time(s) of no series of {meta.name}; left out"
             self.result.problems.append(ExpositionError(message, family=builder.declared))
-            samples = tuple(s for s in samples if s not in orphans)
-        self.result.families.append(Family(meta, samples))
+            kept = [i for i, s in enumerate(samples) if s not in orphans]
+            samples, lines = [samples[i] for i in kept], [lines[i] for i in kept]
+        family, problem = checked(meta, samples, lines, self.fmt, builder.declared)
+        if problem is not None:
+            self.result.problems.append(problem)
+        elif family is not None:
+            self.result.families.append(family)
 
     def _admit(self, declared: str, first_line: int, occupied: frozenset[str]) -> bool:
         """Claim a family's names; a clash with an earlier family drops this one, reported."""
@@ -317,13 +323,16 @@ class GeneralReader:
             canonical[name] = first_line
         return True
 
-    def _unique(self, builder: Builder) -> tuple[Sample, ...]:
-        """A parsed family's samples with repeats dropped (the first one wins), each reported."""
+    def _unique(self, builder: Builder) -> tuple[list[Sample], list[int]]:
+        """A parsed family's samples and their lines, repeats dropped (the first wins), reported."""
         samples = builder.samples or []
-        first_seen: dict[tuple[str, tuple[tuple[str, str], ...]], int] = {}
-        out = []
+        # A series may repeat with distinct timestamps (OpenMetrics: a Metric's MetricPoints);
+        # whether those go forward is the semantic check's (``semantics``).
+        first_seen: dict[tuple[str, Labels, float | None], int] = {}
+        out: list[Sample] = []
+        out_lines: list[int] = []
         for sample, line in zip(samples, builder.sample_lines, strict=True):
-            key = (sample.name, tuple(sorted(sample.labels)))
+            key = (sample.name, tuple(sorted(sample.labels)), sample.timestamp)
             first = first_seen.setdefault(key, line)
             if first != line:
                 series = sample.name + (label_set(sample.labels) if sample.labels else "")
@@ -332,4 +341,5 @@ class GeneralReader:
                 self.result.problems.append(problem)
                 continue
             out.append(sample)
-        return tuple(out)
+            out_lines.append(line)
+        return out, out_lines

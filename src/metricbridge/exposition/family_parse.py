@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from metricbridge.errors import ExpositionError, LineError
@@ -9,14 +10,27 @@ from metricbridge.exposition.caches import CodecCaches, lines_size
 from metricbridge.exposition.sample_line import parse_sample, unescape
 from metricbridge.model.family import AnyFamily, Family, Format, Sample
 
+_TEXT_HELP_ESCAPES = {"\\": "\\", "n": "\n"}
+_HELP_ESCAPE = re.compile(r"\\(.)", re.DOTALL)
+
 
 def unescape_help(text: str, fmt: Format) -> str:
-    r"""HELP text unescaped: ``\\`` and ``\n`` in the text format, also ``\"`` in OpenMetrics."""
+    r"""HELP text unescaped: ``\\`` and ``\n`` in the text format, also ``\"`` in OpenMetrics.
+
+    Any other backslash pair is kept as the two characters it is, as Prometheus' parsers
+    (``helpReplacer``, ``lvalReplacer``) and prometheus_client read it; so is a trailing lone
+    backslash. (client_golang's text parser, behind ``promtool check metrics``, refuses such a
+    HELP line; the writer doubles the backslash, which every parser reads.)
+    """
     if "\\" not in text:
         return text
     if fmt is Format.OPENMETRICS:
         return unescape(text)
-    return text.replace("\\\\", "\x00").replace("\\n", "\n").replace("\x00", "\\")
+    return _HELP_ESCAPE.sub(_text_help_unescaped, text)
+
+
+def _text_help_unescaped(match: re.Match[str]) -> str:
+    return _TEXT_HELP_ESCAPES.get(match.group(1), match.group(0))
 
 
 def parse_lines(  # noqa: PLR0913 - the lines, where they are, and what helps parse them

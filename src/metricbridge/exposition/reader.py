@@ -68,6 +68,7 @@ from metricbridge.exposition.caches import CodecCaches, KnownHeader
 from metricbridge.exposition.created_series import merge_created_families
 from metricbridge.exposition.family_builder import Builder, Exposition, GeneralReader
 from metricbridge.exposition.family_parse import unescape_help
+from metricbridge.exposition.semantics import screen_raw
 from metricbridge.model.family import FamilyMeta, Format, RawFamily, Verify
 from metricbridge.model.family_names import TEXT_TYPES, allowed_suffixes, fast_needles, wire_names
 
@@ -109,8 +110,9 @@ class _Reader(GeneralReader):
                 eol = payload.find(b"\n", pos)
                 eol = size if eol < 0 else eol
                 if self._comment(payload[pos:eol]):
-                    # Blank lines after it are an editor's doing, not content.
-                    if payload.count(b"\n", eol + 1) != size - eol - 1:
+                    # Blank lines after it are an editor's doing, not content; and '# EOF' may
+                    # be the very last bytes (the ABNF's "HASH SP eof [ LF ]").
+                    if eol < size and payload.count(b"\n", eol + 1) != size - eol - 1:
                         self._finish()
                         self.result.problems.append(
                             ExpositionError(
@@ -289,4 +291,7 @@ def read_exposition(
     if fmt is Format.TEXT:
         exposition.families, problems = merge_created_families(exposition.families, caches=caches)
         exposition.problems.extend(problems)
+    # Parsed families met their type's rules as they closed; the raw ones are screened here.
+    exposition.families, problems = screen_raw(exposition.families, fmt, caches=caches)
+    exposition.problems.extend(problems)
     return exposition

@@ -22,26 +22,25 @@ _SPACE = re.compile(r"[ \t]+")
 _OM_TIMESTAMP = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _TEXT_TIMESTAMP = re.compile(r"-?[0-9]+")
 _ESCAPES = {"\\": "\\", '"': '"', "n": "\n"}
+_ESCAPE = re.compile(r"\\(.)", re.DOTALL)
 
 
 def unescape(text: str) -> str:
-    r"""Undo label-value escaping; only ``\\``, ``\"`` and ``\n`` are escapes in either format."""
+    r"""Undo label-value escaping: ``\\``, ``\"`` and ``\n``; any other ``\x`` stays as it is.
+
+    OpenMetrics' ABNF allows a backslash before any character (``BS normal-char``: "'\\a' is
+    equivalent to '\a'"), and Prometheus' parsers (``lvalReplacer`` in ``model/textparse``) and
+    prometheus_client keep such a pair as the two characters it is; the writer then writes the
+    backslash doubled. A lone backslash at the very end is kept too (a label value cannot end
+    in one: it would escape the closing quote).
+    """
     if "\\" not in text:
         return text
-    out: list[str] = []
-    i = 0
-    while i < len(text):
-        char = text[i]
-        if char == "\\":
-            nxt = text[i + 1] if i + 1 < len(text) else ""
-            if nxt not in _ESCAPES:
-                raise LineError(f"invalid escape sequence '\\{nxt}' in label value")
-            out.append(_ESCAPES[nxt])
-            i += 2
-        else:
-            out.append(char)
-            i += 1
-    return "".join(out)
+    return _ESCAPE.sub(_unescaped, text)
+
+
+def _unescaped(match: re.Match[str]) -> str:
+    return _ESCAPES.get(match.group(1), match.group(0))
 
 
 def escape_label_value(value: str) -> str:
@@ -152,6 +151,7 @@ def _parse_general(line: str, fmt: Format) -> Sample:
     rest, exemplar = line[pos:], None
     if fmt is Format.OPENMETRICS and " # " in rest:
         rest, exemplar = rest.split(" # ", 1)
+        _check_exemplar(exemplar)
     if not rest or rest[0] not in " \t":
         raise LineError(f"expected a space before the value at column {pos + 1}")
     tokens = rest.split()
@@ -164,6 +164,41 @@ def _parse_general(line: str, fmt: Format) -> Sample:
         raise LineError(f"invalid value {tokens[0]!r}")
     timestamp = _parse_timestamp(tokens[1], fmt) if len(tokens) == 2 else None
     return Sample(name, labels, parsed[0], parsed[1], timestamp, exemplar)
+
+
+# OpenMetrics: "The combined length of the label names and values of an Exemplar's LabelSet MUST
+# NOT exceed 128 UTF-8 character code points."
+EXEMPLAR_LABELS_MAX = 128
+
+
+def _check_exemplar(text: str) -> None:
+    """Refuse an exemplar (the text after `` # ``) that breaks the ABNF or its length limit.
+
+    It is kept as text (``Sample.exemplar``), so only its validity is needed here.
+    """
+    if not text.startswith("{"):
+        raise LineError("exemplar: expected '{' after ' # '")
+    try:
+        # A name that is not None: a quoted metric name is not allowed in an exemplar.
+        _, labels, pos = _read_labels(text, 1, "")
+    except LineError as exc:
+        raise LineError(f"exemplar: {exc}") from None
+    length = sum(len(key) + len(value) for key, value in labels)
+    if length > EXEMPLAR_LABELS_MAX:
+        raise LineError(
+            f"exemplar: its labels are {length} characters long; at most "
+            f"{EXEMPLAR_LABELS_MAX} are allowed"
+        )
+    tokens = text[pos + 1 :].split(" ") if text.startswith(" ", pos) else []
+    if not 1 <= len(tokens) <= 2 or not all(tokens):
+        raise LineError("exemplar: expected ' VALUE' or ' VALUE TIMESTAMP' after its labels")
+    if parse_value(tokens[0]) is None:
+        raise LineError(f"exemplar: invalid value {tokens[0]!r}")
+    if len(tokens) == 2:
+        try:
+            _parse_timestamp(tokens[1], Format.OPENMETRICS)
+        except LineError as exc:
+            raise LineError(f"exemplar: {exc}") from None
 
 
 def _parse_timestamp(token: str, fmt: Format) -> float:

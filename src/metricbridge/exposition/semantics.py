@@ -1,0 +1,394 @@
+"""What each family type promises about its values, checked before a family is served.
+
+The line grammar (``sample_line``) says whether a line can be read; this module says whether a
+family of parsed lines means what its type says, as OpenMetrics 1.0 ("Metric Types") and
+prometheus_client's OpenMetrics parser, which refuses a whole exposition over one breach,
+require. The bridge renders one set of families in both wire formats, and Prometheus asks for
+OpenMetrics first, so every family must pass these rules whatever format it came in; the only
+rules that look at the source format are the UNIT line's (a comment in the text format) and
+grouping, which the text format does not require and which ``regroup`` restores.
+
+``first_breach`` is pure: a ``Family`` in, the first rule it breaks out (or None). A breach's
+``reason`` is one of ``REASONS``, a short fixed word for the self-metric's label.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from metricbridge.errors import ExpositionError
+from metricbridge.exposition.caches import CodecCaches
+from metricbridge.exposition.family_parse import parse_family
+from metricbridge.model.family import (
+    AnyFamily,
+    Family,
+    FamilyMeta,
+    Format,
+    Labels,
+    MetricType,
+    RawFamily,
+    Sample,
+    sample_base,
+)
+
+REASONS = frozenset(
+    {
+        "nan_value",  # a counter-like sample (total, sum, count, bucket, gsum, gcount) is NaN
+        "negative_value",  # a counter-like sample or a quantile is negative
+        "non_integer_count",  # a bucket, _count or _gcount that is not a whole number
+        "le_label",  # a bucket without le, or le not a number, NaN, or +Inf spelled otherwise
+        "bucket_order",  # buckets not in increasing le order, or an le repeated
+        "not_cumulative",  # a bucket smaller than the one before
+        "missing_inf_bucket",  # a histogram point without its le="+Inf" bucket
+        "count_mismatch",  # _count (_gcount) different from the +Inf bucket
+        "sum_without_count",  # _sum without _count, or _count without _sum (g-forms alike)
+        "sum_with_negative_buckets",  # _sum beside negative le, or negative _gsum without them
+        "quantile_label",  # a quantile sample without quantile, or outside [0, 1], or NaN
+        "info_value",  # an info sample other than 1
+        "stateset_value",  # a stateset sample other than 0 or 1
+        "stateset_label",  # a stateset sample without the label named after its family
+        "unit",  # a UNIT on info or stateset, or one that is not the name's suffix
+        "exemplar",  # an exemplar on a sample that may not carry one
+        "interleaved_series",  # a series' samples split by another series' (OpenMetrics)
+        "timestamps",  # a series mixing samples with and without timestamps, or going back
+    }
+)
+
+# Per type, the sample suffixes that are counters underneath (OpenMetrics: "Semantically, Sum,
+# and buckets values are counters so MUST NOT be NaN or negative"), each with whether it may
+# be negative and whether it must be a whole number. A gauge histogram's _gsum is a gauge that
+# is only not NaN; a summary's quantiles are checked on their own (``_quantile_breach``).
+_COUNTER_LIKE: dict[MetricType, dict[str, tuple[bool, bool]]] = {
+    MetricType.COUNTER: {"_total": (False, False)},
+    MetricType.HISTOGRAM: {
+        "_bucket": (False, True),
+        "_count": (False, True),
+        "_sum": (False, False),
+    },
+    MetricType.GAUGEHISTOGRAM: {
+        "_bucket": (False, True),
+        "_gcount": (False, True),
+        "_gsum": (True, False),
+    },
+    MetricType.SUMMARY: {"_count": (False, True), "_sum": (False, False)},
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Breach:
+    """A rule a family breaks: which, where (the sample's index) and how, in words."""
+
+    reason: str
+    index: int | None  # the sample's, or None for the family's header
+    message: str
+
+
+def first_breach(family: Family, fmt: Format) -> Breach | None:
+    """The first rule ``family`` breaks, or None; ``fmt`` is the format it was read in."""
+    for breach in _breaches(family, fmt):
+        return breach
+    return None
+
+
+def _breaches(family: Family, fmt: Format) -> Iterator[Breach]:
+    meta = family.meta
+    base = sample_base(meta.name, meta.type)
+    if fmt is Format.OPENMETRICS and meta.unit:
+        if meta.type in (MetricType.INFO, MetricType.STATESET):
+            yield Breach("unit", None, f"{meta.type} families may not have a unit")
+        elif not base.endswith("_" + meta.unit):
+            yield Breach("unit", None, f"unit {meta.unit!r} is not the suffix of {base!r}")
+    for index, sample in enumerate(family.samples):
+        problem = _sample_breach(sample, sample.name[len(base) :], meta.type, base)
+        if problem is not None:
+            yield Breach(problem[0], index, problem[1])
+    yield from _grouping(family, base, fmt)
+    if meta.type in (MetricType.HISTOGRAM, MetricType.GAUGEHISTOGRAM):
+        yield from _histogram_points(family, base)
+
+
+def _sample_breach(  # noqa: PLR0911 - one return per rule
+    sample: Sample, suffix: str, mtype: MetricType, base: str
+) -> tuple[str, str] | None:
+    """A rule one sample breaks on its own, as (reason, message)."""
+    if mtype is MetricType.COUNTER and suffix == "":
+        suffix = "_total"  # a text-format counter not named *_total: its samples are totals
+    rule = _COUNTER_LIKE.get(mtype, {}).get(suffix)
+    if rule is not None:
+        breach = _counter_like_breach(sample, suffix, mtype, rule)
+        if breach is not None:
+            return breach
+    if sample.exemplar is not None and not _may_carry_exemplar(mtype, suffix):
+        what = suffix or "value"
+        return "exemplar", f"{sample.name} may not carry an exemplar (a {mtype}'s {what})"
+    if mtype is MetricType.SUMMARY and suffix == "":
+        return _quantile_breach(sample)
+    if mtype is MetricType.INFO and sample.value != 1:
+        return "info_value", f"{sample.name} is {sample.raw_value}; an info sample is always 1"
+    if mtype is MetricType.STATESET:
+        if sample.value not in (0, 1):
+            return "stateset_value", f"{sample.name} is {sample.raw_value}; a state is 0 or 1"
+        if not any(key == base for key, _ in sample.labels):
+            return "stateset_label", f"{sample.name} has no {base!r} label naming its state"
+    return None
+
+
+def _counter_like_breach(
+    sample: Sample, suffix: str, mtype: MetricType, rule: tuple[bool, bool]
+) -> tuple[str, str] | None:
+    may_be_negative, whole = rule
+    value = sample.value
+    if math.isnan(value):
+        return "nan_value", f"{sample.name} is NaN; a {mtype}'s {suffix} cannot be NaN"
+    if value < 0 and not may_be_negative:
+        return "negative_value", f"{sample.name} is {sample.raw_value}; it cannot be negative"
+    if whole and not value.is_integer():
+        return "non_integer_count", f"{sample.name} is {sample.raw_value}, not a whole number"
+    return None
+
+
+def _may_carry_exemplar(mtype: MetricType, suffix: str) -> bool:
+    """OpenMetrics: a counter's total and a histogram's buckets; nothing else."""
+    if mtype is MetricType.COUNTER:
+        return suffix == "_total"
+    return mtype in (MetricType.HISTOGRAM, MetricType.GAUGEHISTOGRAM) and suffix == "_bucket"
+
+
+def _quantile_breach(sample: Sample) -> tuple[str, str] | None:
+    quantile = _label(sample.labels, "quantile")
+    number = _number(quantile) if quantile is not None else None
+    if number is None or math.isnan(number) or not 0 <= number <= 1:
+        shown = "no quantile label" if quantile is None else f"quantile={quantile!r}"
+        return "quantile_label", f"{sample.name} has {shown}; a quantile is a number in [0, 1]"
+    if sample.value < 0:
+        message = (
+            f"{sample.name}{{quantile={quantile!r}}} is {sample.raw_value}; it cannot be negative"
+        )
+        return "negative_value", message
+    return None
+
+
+def _label(labels: Labels, name: str) -> str | None:
+    for key, value in labels:
+        if key == name:
+            return value
+    return None
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def group_of(sample: Sample, base: str, mtype: MetricType) -> Labels:
+    """The labels that name a sample's series in its family (prometheus_client's grouping)."""
+    if mtype is MetricType.INFO:
+        return ()
+    if mtype is MetricType.STATESET:
+        drop = base
+    elif mtype is MetricType.SUMMARY and sample.name == base:
+        drop = "quantile"
+    elif sample.name == base + "_bucket":
+        drop = "le"
+    else:
+        return tuple(sorted(sample.labels))
+    return tuple(sorted(pair for pair in sample.labels if pair[0] != drop))
+
+
+def _grouping(family: Family, base: str, fmt: Format) -> Iterator[Breach]:
+    """Each series' samples together, timestamps on all or none of them, never going back."""
+    mtype = family.meta.type
+    seen: set[Labels] = set()
+    group: Labels | None = None
+    stamp: float | None = None
+    for index, sample in enumerate(family.samples):
+        key = group_of(sample, base, mtype)
+        if key != group:
+            if key in seen and fmt is Format.OPENMETRICS:
+                message = f"{sample.name}: its series' samples are split by another series'"
+                yield Breach("interleaved_series", index, message)
+            seen.add(key)
+        elif (sample.timestamp is None) != (stamp is None):
+            message = f"{sample.name}: samples of one series with and without timestamps"
+            yield Breach("timestamps", index, message)
+        elif _goes_back(stamp, sample.timestamp) and mtype is not MetricType.INFO:
+            message = f"{sample.name}: timestamps of one series go back"
+            yield Breach("timestamps", index, message)
+        group, stamp = key, sample.timestamp
+
+
+def _goes_back(before: float | None, now: float | None) -> bool:
+    return before is not None and now is not None and now < before
+
+
+def grouped_order(samples: Sequence[Sample], base: str, mtype: MetricType) -> list[int]:
+    """Sample indexes with each series' together, in order of first appearance, order kept within.
+
+    For the text format, which does not ask for grouping: OpenMetrics does, and the same
+    samples in that order mean the same to every reader.
+    """
+    order: dict[Labels, list[int]] = {}
+    for index, sample in enumerate(samples):
+        order.setdefault(group_of(sample, base, mtype), []).append(index)
+    return [index for group in order.values() for index in group]
+
+
+@dataclass(slots=True)
+class _Point:
+    """One histogram point (a series at one timestamp) as its samples are read."""
+
+    start: int
+    last_le: float | None = None
+    last_value: float = 0.0
+    count: float | None = None
+    has_sum: bool = False
+    negative_buckets: bool = False
+    negative_gsum: bool = False
+
+
+def _histogram_points(family: Family, base: str) -> Iterator[Breach]:
+    """Bucket order, cumulativity, +Inf, and _count/_sum agreement, point by point."""
+    mtype = family.meta.type
+    point: _Point | None = None
+    key: tuple[Labels, float | None] | None = None
+    for index, sample in enumerate(family.samples):
+        suffix = sample.name[len(base) :]
+        if suffix == "_created":
+            continue
+        this = (group_of(sample, base, mtype), sample.timestamp)
+        if this != key:
+            if point is not None:
+                yield from _close_point(point, family)
+            point, key = _Point(index), this
+        assert point is not None  # noqa: S101 - set on the first sample
+        if suffix == "_bucket":
+            breach = _bucket(point, sample, index)
+            if breach is not None:
+                yield breach
+                return
+        elif suffix in ("_count", "_gcount"):
+            point.count = sample.value
+        elif suffix in ("_sum", "_gsum"):
+            point.has_sum = True
+            point.negative_gsum = suffix == "_gsum" and sample.value < 0
+    if point is not None:
+        yield from _close_point(point, family)
+
+
+def _bucket(point: _Point, sample: Sample, index: int) -> Breach | None:
+    le = _label(sample.labels, "le")
+    bound = _number(le) if le is not None else None
+    if le is None or bound is None or math.isnan(bound) or (bound == math.inf and le != "+Inf"):
+        shown = "no le label" if le is None else f"le={le!r}"
+        return Breach("le_label", index, f"{sample.name} has {shown}; le is a number, +Inf as such")
+    if point.last_le is not None and bound <= point.last_le:
+        return Breach("bucket_order", index, f"{sample.name}: le={le!r} after a bucket as large")
+    if sample.value < point.last_value:
+        return Breach(
+            "not_cumulative", index, f"{sample.name}{{le={le!r}}} is below the bucket before"
+        )
+    point.last_le, point.last_value = bound, sample.value
+    point.negative_buckets |= bound < 0
+    return None
+
+
+def _close_point(point: _Point, family: Family) -> Iterator[Breach]:
+    index = point.start
+    gauge = family.meta.type is MetricType.GAUGEHISTOGRAM
+    count, total = ("_gcount", "_gsum") if gauge else ("_count", "_sum")
+    if point.last_le != math.inf:
+        yield Breach("missing_inf_bucket", index, 'a histogram point without its le="+Inf" bucket')
+    elif point.count is not None and point.count != point.last_value:
+        message = (
+            f"{count} is {point.count!r}, the +Inf bucket {point.last_value!r}; they must agree"
+        )
+        yield Breach("count_mismatch", index, message)
+    elif point.has_sum != (point.count is not None):
+        present, missing = (total, count) if point.has_sum else (count, total)
+        yield Breach(
+            "sum_without_count", index, f"a histogram point with {present} but no {missing}"
+        )
+    elif not gauge and point.has_sum and point.negative_buckets:
+        message = "_sum beside buckets below zero (the sum is then no counter)"
+        yield Breach("sum_with_negative_buckets", index, message)
+    elif gauge and point.negative_gsum and not point.negative_buckets:
+        message = "_gsum below zero without a bucket below zero"
+        yield Breach("sum_with_negative_buckets", index, message)
+
+
+# --- where the rules are applied -------------------------------------------------------------
+
+
+def checked(
+    meta: FamilyMeta,
+    samples: Sequence[Sample],
+    lines: Sequence[int],
+    fmt: Format,
+    declared: str,
+) -> tuple[Family | None, ExpositionError | None]:
+    """A parsed family as it is served (text: each series' samples together), or its problem.
+
+    ``lines`` are the samples' line numbers, for the problem's location.
+    """
+    if fmt is Format.TEXT:
+        order = grouped_order(samples, sample_base(meta.name, meta.type), meta.type)
+        samples = [samples[i] for i in order]
+        lines = [lines[i] for i in order]
+    family = Family(meta, tuple(samples))
+    breach = first_breach(family, fmt)
+    if breach is None:
+        return family, None
+    line = lines[breach.index] if breach.index is not None else None
+    return None, ExpositionError(breach.message, line=line, family=declared, reason=breach.reason)
+
+
+# A value right after a label set that starts like a negative, NaN or infinite number: the only
+# bytes the fast path lets through that a counter, histogram or summary may not have.
+_SUSPECT_VALUE = re.compile(rb"\} [-+NnIi]")
+_SCANNED = frozenset({MetricType.COUNTER, MetricType.HISTOGRAM, MetricType.SUMMARY})
+
+
+def screen_raw(
+    families: list[AnyFamily], fmt: Format, *, caches: CodecCaches | None = None
+) -> tuple[list[AnyFamily], list[ExpositionError]]:
+    """The fast path's unparsed families held to the rules, without parsing most of them.
+
+    A raw body is labelled lines that each end ``} VALUE`` (the reader's invariant 4), so one
+    regex search finds any value that is negative, NaN or infinite; only a family with one is
+    parsed and held to every rule. What a raw histogram or summary is not checked for without
+    ``validation: full`` (bucket order and cumulativity, the +Inf bucket and ``_count``, whole
+    counts, ``le`` and ``quantile`` spellings) is what prometheus_client's Histogram and
+    Summary write by construction. A header-only rule (UNIT) is checked on every family.
+    """
+    kept: list[AnyFamily] = []
+    problems: list[ExpositionError] = []
+    for family in families:
+        problem = _raw_problem(family, fmt, caches) if isinstance(family, RawFamily) else None
+        if problem is None:
+            kept.append(family)
+        else:
+            problems.append(problem)
+    return kept, problems
+
+
+def _raw_problem(
+    family: RawFamily, fmt: Format, caches: CodecCaches | None
+) -> ExpositionError | None:
+    meta = family.meta
+    if meta.type not in _SCANNED or _SUSPECT_VALUE.search(family.body) is None:
+        if not (meta.unit and fmt is Format.OPENMETRICS):
+            return None
+        breach = first_breach(Family(meta, ()), fmt)
+    else:
+        breach = first_breach(parse_family(family, caches=caches), fmt)
+    if breach is None:
+        return None
+    line = None if breach.index is None else family.first_line + breach.index
+    # Named as its TYPE line names it, as the reader names the families it drops.
+    declared = sample_base(meta.name, meta.type) if fmt is Format.OPENMETRICS else meta.name
+    return ExpositionError(breach.message, line=line, family=declared, reason=breach.reason)
