@@ -308,3 +308,29 @@ def test_derive_tables_stay_bounded_when_labels_change_every_scrape() -> None:
             assert steps * min(first.values()) > 3 * min(first.values()) + 64
         for key, table in tables.items():
             assert len(table) <= 3 * first.get(key, 0) + 64
+
+
+def test_a_repeated_layout_leaves_its_plan_as_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plan is re-sized only when an answer changes: never for a payload seen before.
+
+    An engine with many series per counter: a grouping table shared by several counters
+    outgrew its bound on every payload and was re-filled (and the plan re-sized) each time.
+    """
+    stored: list[int] = []
+    original = translate_module.store_plan
+
+    def counting(plan: TranslationPlan, caches: CodecCaches) -> None:
+        stored.append(1)
+        original(plan, caches)
+
+    monkeypatch.setattr(translate_module, "store_plan", counting)
+    engine = SimulatedEngine(dp_size=100, tp_size=1, seed=2)
+    engine.advance(30.0, arrivals_per_second=40.0)
+    payload = engine.render()
+    planned = _Translator(_rules(), plans=True)
+    planned(payload)
+    planned(payload)  # rates have a previous fetch now: their groupings are filled in
+    stored.clear()
+    for _ in range(3):
+        planned(payload)
+    assert stored == []

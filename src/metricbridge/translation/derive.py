@@ -66,7 +66,8 @@ class DeriveMemo:
     """
 
     rests: dict[FamilySeries, dict[Labels, Labels | None]] = field(default_factory=dict)
-    groups: dict[frozenset[str], dict[Labels, Labels]] = field(default_factory=dict)
+    # Per (series key, by): one table per counter read, so that its bound is that counter's.
+    groups: dict[tuple[str, frozenset[str]], dict[Labels, Labels]] = field(default_factory=dict)
     dirty: bool = False  # an entry was added since the owner last sized the memo
 
     def rest_table(self, operand: FamilySeries, series: int) -> dict[Labels, Labels | None]:
@@ -76,9 +77,9 @@ class DeriveMemo:
             table.clear()
         return table
 
-    def group_table(self, by: frozenset[str], series: int) -> dict[Labels, Labels]:
-        """The grouping's table: label set -> its ``by`` labels, sorted."""
-        table = self.groups.setdefault(by, {})
+    def group_table(self, name: str, by: frozenset[str], series: int) -> dict[Labels, Labels]:
+        """The grouping of series ``name``'s table: label set -> its ``by`` labels, sorted."""
+        table = self.groups.setdefault((name, by), {})
         if len(table) > _bound(series):
             table.clear()
         return table
@@ -143,12 +144,12 @@ def _group(labels: Labels, by: frozenset[str]) -> Labels:
 
 
 def _grouper(
-    by: frozenset[str], memo: DeriveMemo | None, series: int
+    name: str, by: frozenset[str], memo: DeriveMemo | None, series: int
 ) -> Callable[[Labels], Labels]:
-    """``_group`` for one ``by``, looked up in the memo's table when there is one."""
+    """``_group`` for one ``by`` over series ``name``, looked up in the memo when there is one."""
     if memo is None:
         return lambda labels: _group(labels, by)
-    table = memo.group_table(by, series)
+    table = memo.group_table(name, by, series)
 
     def group(labels: Labels) -> Labels:
         held = table.get(labels)
@@ -176,7 +177,7 @@ def _deltas(  # noqa: PLR0913 - one counter's series, what was remembered, and h
     # One series going down means the engine restarted: every series of the family started
     # over, including those that have already grown past their old values.
     restarted = _restarted(name, series, memory)
-    grouped = _grouper(by, memo, len(series))
+    grouped = _grouper(name, by, memo, len(series))
     sums: dict[Labels, float] = {}
     for labels, value in series:
         seen[(name, labels)] = value
@@ -308,7 +309,7 @@ def _share_zero(
     series = selected(formula.numerator, families, parse, memo)
     if not series:
         return f"{formula.numerator.family} is absent upstream"
-    grouped = _grouper(formula.by, memo, len(series))
+    grouped = _grouper(formula.numerator.memory_key, formula.by, memo, len(series))
     counts: dict[Labels, list[int]] = {}
     for labels, value in series:
         tally = counts.setdefault(grouped(labels), [0, 0])
