@@ -305,7 +305,8 @@ def test_derive_tables_stay_bounded_when_labels_change_every_scrape() -> None:
         tables = {**plan.derive.rests, **plan.derive.groups}
         if step == 0:
             first = {key: len(table) for key, table in tables.items()}
-            assert steps * min(first.values()) > 3 * min(first.values()) + 64
+            filled = min(n for n in first.values() if n)  # rates group from the second fetch
+            assert steps * filled > 3 * filled + 64
         for key, table in tables.items():
             assert len(table) <= 3 * first.get(key, 0) + 64
 
