@@ -42,7 +42,8 @@ DEFAULT_BUDGETS: Mapping[str, int] = MappingProxyType(
         "written_headers": 2 * MiB,  # exposition.writer: HELP/TYPE lines as written
         "written_label_sets": 8 * MiB,  # exposition.writer: label sets as written
         "served_names": 1 * MiB,  # translation: the names each family takes in either format
-        "translation_plans": 2 * MiB,  # translation.plan: what each layout of families decides
+        # translation.plan: what each layout decides; a 10 MB engine's plan is about 1.1 MiB
+        "translation_plans": 4 * MiB,
     }
 )
 
