@@ -164,3 +164,40 @@ async def test_no_server_info_value_turns_a_scrape_into_an_error(
 def test_the_byte_cap_is_far_above_a_real_answer() -> None:
     """SGLang's /server_info is a few KiB; the cap leaves room without inviting a flood."""
     assert background.SERVER_INFO_MAX_BYTES == 1 << 20
+
+
+async def test_the_poll_shows_its_body_size_against_the_cap(aiohttp_server) -> None:
+    """metricbridge_server_info_response_bytes is the last good answer's size, beside the cap
+    (metricbridge_server_info_max_bytes); a refused answer keeps the last good size."""
+    good = json.dumps({"max_running_requests": 8, "padding": "x" * 5000}).encode()
+    answers = [good, b"x" * (background.SERVER_INFO_MAX_BYTES + 1)]
+
+    async def answer(_: web.Request) -> web.Response:
+        body = answers.pop(0) if len(answers) > 1 else answers[0]
+        return web.Response(body=body, content_type="application/json")
+
+    server = await aiohttp_server(_engine(answer))
+    metrics = SelfMetrics()
+    async with aiohttp.ClientSession() as session:
+        bridge = SimpleNamespace(
+            session=session, settings=SimpleNamespace(timeout_cap=2.0), metrics=metrics
+        )
+        urls = [str(server.make_url("/server_info"))]
+        task = asyncio.create_task(poll_server_info(bridge, urls, period=0.01))  # type: ignore[arg-type]
+        for _ in range(200):
+            if 'reason="too_large"' in metrics.render(Format.TEXT).decode():
+                break
+            await asyncio.sleep(0.01)
+        task.cancel()
+    families = {
+        f.name: f for f in text_string_to_metric_families(metrics.render(Format.TEXT).decode())
+    }
+    assert families["metricbridge_server_info_response_bytes"].samples[0].value == len(good)
+    assert families["metricbridge_server_info_max_bytes"].samples[0].value == 1 << 20
+    assert families["metricbridge_server_info_up"].samples[0].value == 0
+
+
+def test_the_size_figures_are_absent_until_the_first_poll() -> None:
+    """With polling off (--no-server-info) none of the /server_info families is served."""
+    text = SelfMetrics().render(Format.TEXT).decode()
+    assert "metricbridge_server_info_" not in text

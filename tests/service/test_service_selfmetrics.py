@@ -321,3 +321,17 @@ async def test_server_info_up_is_absent_when_polling_is_off(aiohttp_server, aioh
         assert "metricbridge_server_info_up" not in text
         assert "metricbridge_upstream_up{" in text
     assert app[STATE].metrics.registry.get_sample_value("metricbridge_server_info_up") is None
+
+
+async def test_the_upstream_bounds_are_served_beside_the_figures_they_bound(
+    aiohttp_server, aiohttp_client
+) -> None:
+    """--upstream-max-bytes and --upstream-timeout as gauges, so a dashboard can put
+    metricbridge_upstream_response_bytes and the fetch durations against them."""
+    _, client = await _client(aiohttp_server, aiohttp_client, max_bytes=5 << 20, timeout=3.5)
+    text = await (await client.get("/metrics")).text()
+    families = {f.name: f for f in parse_text(text)}
+    assert families["metricbridge_upstream_max_bytes"].samples[0].value == 5 << 20
+    assert families["metricbridge_upstream_timeout_seconds"].samples[0].value == 3.5
+    (served,) = families["metricbridge_upstream_response_bytes"].samples
+    assert 0 < served.value < 5 << 20

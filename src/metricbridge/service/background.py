@@ -33,7 +33,15 @@ def server_info_urls(upstream: Upstream) -> list[str]:
 async def fetch_server_info(
     session: aiohttp.ClientSession, urls: list[str], timeout: float
 ) -> dict[str, object]:
-    """The first URL that answers 200 with a JSON object; raises ``UpstreamError`` otherwise.
+    """The first URL that answers 200 with a JSON object; raises ``UpstreamError`` otherwise."""
+    info, _ = await fetch_server_info_sized(session, urls, timeout)
+    return info
+
+
+async def fetch_server_info_sized(
+    session: aiohttp.ClientSession, urls: list[str], timeout: float
+) -> tuple[dict[str, object], int]:
+    """As ``fetch_server_info``, with the size of the body read, for the self-metrics.
 
     Fetched as carefully as /metrics (``scrape.fetch``): no redirects (a compromised engine
     must not make the bridge GET another host), a byte cap read incrementally, one deadline for
@@ -45,7 +53,7 @@ async def fetch_server_info(
             for url in urls:
                 body = await _get(session, url)
                 if body is not None:
-                    return await asyncio.to_thread(_parse_object, body)
+                    return await asyncio.to_thread(_parse_object, body), len(body)
     except TimeoutError:
         raise UpstreamError("timeout", f"no answer within {timeout:g} s") from None
     except aiohttp.ClientError as exc:
@@ -93,10 +101,11 @@ async def poll_server_info(
     """
     shown = redact_url(urls[0]) if urls else ""
     previous: str | None = None  # None before the first poll, "" while up, else the reason
+    bridge.metrics.server_info_max_bytes.set(SERVER_INFO_MAX_BYTES)
     while True:
         timeout = min(5.0, bridge.settings.timeout_cap)
         try:
-            info = await fetch_server_info(bridge.session, urls, timeout)
+            info, size = await fetch_server_info_sized(bridge.session, urls, timeout)
         except UpstreamError as exc:
             bridge.metrics.server_info_polled(ok=False, reason=exc.reason)
             # An unreachable engine is already logged by the /metrics fetch; what only this
@@ -106,7 +115,7 @@ async def poll_server_info(
             log.log(level, "server_info %s: %s (%s)", shown, exc, exc.reason)
             previous = exc.reason
         else:
-            bridge.metrics.server_info_polled(ok=True)
+            bridge.metrics.server_info_polled(ok=True, size=size)
             if previous != "":
                 log.info(
                     "server_info: max_running_requests=%.80r", info.get("max_running_requests")
