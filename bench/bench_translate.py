@@ -1,6 +1,6 @@
 r"""Translation speed and memory against baselines measured in the same run.
 
-    python bench/bench_translate.py [--repeat N] [--skip-parser]
+    python bench/bench_translate.py [--repeat N] [--skip-parser] [--no-plans]
 
 Baselines: ``bytes.split(b"\\n")`` + ``b"\\n".join`` (the cost of touching every line once, in C)
 and prometheus_client's text parser. At 1 MB and 10 MB every timed run translates a different
@@ -182,7 +182,13 @@ def main() -> None:
     parser.add_argument(
         "--skip-parser", action="store_true", help="skip the slow prometheus_client baseline"
     )
+    parser.add_argument(
+        "--no-plans",
+        action="store_true",
+        help="keep no scrape plans (translation_plans budget 0): every payload the full way",
+    )
     args = parser.parse_args()
+    budgets = {"translation_plans": 0} if args.no_plans else None
     rules = compile_rules(load_config())
     full = dataclasses.replace(rules, validation=Verify.FULL)
     print(
@@ -192,7 +198,7 @@ def main() -> None:
     series = scrape_series(args.repeat)
     for name, inputs in series.items():
         payload = inputs[0]
-        caches = CodecCaches()
+        caches = CodecCaches(budgets)
 
         def run(p: bytes, fmt: Format, rules: CompiledRules, caches: CodecCaches = caches) -> bytes:
             return render(run_pipeline(p, Format.TEXT, rules, caches=caches), fmt, caches=caches)
@@ -221,7 +227,7 @@ def main() -> None:
     for name in SHAPES:
         inputs = series[name]
         base = median_seconds(SplitJoin(), inputs)
-        caches = CodecCaches()
+        caches = CodecCaches(budgets)
         shape, counts = verification_costs(inputs, rules, caches)
         reading, translating, writing = stage_costs(inputs, rules, caches)
         floor = shape + counts
