@@ -335,3 +335,19 @@ async def test_the_upstream_bounds_are_served_beside_the_figures_they_bound(
     assert families["metricbridge_upstream_timeout_seconds"].samples[0].value == 3.5
     (served,) = families["metricbridge_upstream_response_bytes"].samples
     assert 0 < served.value < 5 << 20
+
+
+def test_every_self_metric_family_is_documented() -> None:
+    """docs/self-metrics.md lists every metricbridge_* family the bridge can serve."""
+    import re  # noqa: PLC0415
+
+    from metricbridge.exposition.caches import CodecCaches  # noqa: PLC0415
+
+    metrics = SelfMetrics()
+    metrics.track_caches(CodecCaches())
+    metrics.server_info_polled(ok=True, size=1)
+    doc = (TESTS.parent / "docs" / "self-metrics.md").read_text()
+    names = {family.name for family in metrics.registry.collect()}
+    assert len(names) > 30
+    missing = sorted(n for n in names if not re.search(rf"`{n}(_total)?[`{{]", doc))
+    assert not missing
