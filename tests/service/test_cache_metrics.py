@@ -57,6 +57,9 @@ async def test_every_cache_is_served_with_its_figures(aiohttp_server, aiohttp_cl
     assert served["metricbridge_cache_hits_total", "read_headers"] > 0
     assert served["metricbridge_cache_hits_total", "proven_shapes"] > 0
     assert served["metricbridge_cache_entries", "read_headers"] > 0
+    # ... and the layout's scrape plan: the second translation reused the first one's.
+    assert served["metricbridge_cache_hits_total", "translation_plans"] > 0
+    assert served["metricbridge_cache_entries", "translation_plans"] == 1
     types = {family.name: family.type for family in parse_om(om)}
     assert types["metricbridge_cache_hits"] == "counter"
     assert types["metricbridge_cache_bytes"] == "gauge"
