@@ -611,3 +611,15 @@ def test_check_queries_is_pure_over_no_files():
     index = ContractIndex(load_config(None).families, result.translation.rows)
     report = check_queries([], result.catalog, index)
     assert (report.queries, report.findings, report.failing) == (0, (), ())
+
+
+def test_a_variable_in_a_matcher_is_shown_as_a_variable(tmp_path: Path):
+    """The placeholder that stands in for ``$pod`` while parsing is not what the user wrote."""
+    dashboard = tmp_path / "d.json"
+    target = {"expr": 'sglang:num_running_reqs{pod="$pod"}', "refId": "A"}
+    dashboard.write_text(json.dumps({"panels": [{"title": "Running", "targets": [target]}]}))
+    report = check([dashboard], "tp1")
+    finding = only(report.findings, FindingKind.MISSING_LABEL)
+    assert finding.subject == "pod"
+    assert finding.reason.startswith('pod="$var" needs label pod')
+    assert "__metricbridge" not in render_check(report, "text")

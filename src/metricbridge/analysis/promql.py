@@ -81,9 +81,14 @@ class LabelMatcher:
     is_variable: bool
 
     def __str__(self) -> str:
-        """Render as PromQL."""
+        """Render as PromQL, for messages.
+
+        A dashboard variable shows as ``$var``, not as the placeholder that stood in for it
+        while the query was parsed.
+        """
         escaped = self.value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-        return f'{self.name}{self.op}"{escaped}"'
+        shown = f'{self.name}{self.op}"{escaped}"'
+        return shown.replace(VARIABLE_PLACEHOLDER, "$var") if self.is_variable else shown
 
 
 @dataclass(frozen=True, slots=True)
