@@ -24,6 +24,7 @@ ALL_VARIABLES = (
     "METRICBRIDGE_LOG_FORMAT",
     "METRICBRIDGE_UPSTREAM_TIMEOUT",
     "METRICBRIDGE_UPSTREAM_MAX_BYTES",
+    "METRICBRIDGE_FAMILY_SAMPLE_LIMIT",
     "METRICBRIDGE_NO_SERVER_INFO",
     "METRICBRIDGE_CACHE_TTL",
 )
@@ -56,6 +57,7 @@ GOOD = [
     ("METRICBRIDGE_LOG_FORMAT", "JSON", "log_format", "json"),
     ("METRICBRIDGE_UPSTREAM_TIMEOUT", "2.5", "upstream_timeout", 2.5),
     ("METRICBRIDGE_UPSTREAM_MAX_BYTES", "1000000", "upstream_max_bytes", 1_000_000),
+    ("METRICBRIDGE_FAMILY_SAMPLE_LIMIT", "0", "family_sample_limit", 0),
     ("METRICBRIDGE_NO_SERVER_INFO", "true", "no_server_info", True),
     ("METRICBRIDGE_CACHE_TTL", "0", "cache_ttl", 0.0),
 ]
@@ -88,6 +90,7 @@ BAD = [
     ("METRICBRIDGE_UPSTREAM_TIMEOUT", "abc", "'abc': expected a number of seconds > 0"),
     ("METRICBRIDGE_UPSTREAM_TIMEOUT", "0", "'0': expected a number of seconds > 0"),
     ("METRICBRIDGE_UPSTREAM_MAX_BYTES", "64M", "'64M': expected a whole number > 0"),
+    ("METRICBRIDGE_FAMILY_SAMPLE_LIMIT", "-1", "'-1': expected a whole number >= 0"),
     ("METRICBRIDGE_NO_SERVER_INFO", "maybe", "'maybe': expected 1/0, true/false, yes/no"),
     ("METRICBRIDGE_CACHE_TTL", "1s", "'1s': expected a number of seconds >= 0"),
     ("METRICBRIDGE_CACHE_TTL", "nan", "'nan': expected a number of seconds >= 0"),

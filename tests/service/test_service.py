@@ -321,7 +321,7 @@ async def test_a_joining_scrape_answers_within_its_own_timeout(
     assert response.status == 200
     assert "sglang:" not in text  # the old snapshot is not served as fresh
     assert "metricbridge_build_info{" in text
-    assert "metricbridge_scrapes_gave_up_total 1.0" in text
+    assert 'metricbridge_scrapes_gave_up_total{stage="fetch"} 1.0' in text
     assert 'metricbridge_coalesced_scrapes_total{how="joined"} 1.0' in text
     assert any("answered without engine data" in r.getMessage() for r in caplog.records)
     report = await (await contract).json()

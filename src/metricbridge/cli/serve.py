@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import signal
 import sys
 from typing import Any
@@ -66,7 +67,12 @@ def service_settings(args: argparse.Namespace) -> ServiceSettings:
         raise ValueError(MISSING_UPSTREAM)
     if len({u.url for u in upstreams}) != len(upstreams):
         raise ValueError("the same upstream is given twice")
-    fetch = FetchSettings(args.upstream_timeout, args.upstream_max_bytes, args.cache_ttl)
+    fetch = FetchSettings(
+        args.upstream_timeout,
+        args.upstream_max_bytes,
+        args.cache_ttl,
+        family_sample_limit=args.family_sample_limit,
+    )
     return ServiceSettings(
         upstreams,
         args.config,
@@ -101,6 +107,14 @@ def run_serve(args: argparse.Namespace) -> int:
     except ListenError as exc:
         print(f"metricbridge: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    if app[STATE].worker_left_running:
+        log.warning("stopped with a translation still running; it is abandoned")
+        # A translation outlived the stop: exit now, as the process would have had to wait
+        # for it, rather than let the interpreter's finalisation abort its thread (exit 134).
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(EXIT_OK)
     log.info("stopped")
     return EXIT_OK
 

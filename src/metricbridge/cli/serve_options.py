@@ -78,6 +78,13 @@ def _upstreams(text: str) -> list[Upstream]:
     return [_upstream(item) for item in text.split(",") if item.strip()]
 
 
+def sample_limit(text: str) -> int:
+    """A number of samples, 0 for no limit, as Prometheus' sample_limit reads 0."""
+    if text.isascii() and text.isdigit():  # not int(): it reads "1_0", "+8" and " 8 " too
+        return int(text)
+    raise argparse.ArgumentTypeError(f"invalid value {text!r}: expected a whole number >= 0")
+
+
 def listen_address(text: str) -> tuple[str, int]:
     """``[HOST]:PORT``, checked as a flag or variable value is."""
     try:
@@ -197,6 +204,17 @@ def add_service_options(
         metavar="BYTES",
         help="largest upstream body accepted (default 67108864, 64 MiB; "
         "env METRICBRIDGE_UPSTREAM_MAX_BYTES)",
+    )
+    add(
+        "--family-sample-limit",
+        variable="METRICBRIDGE_FAMILY_SAMPLE_LIMIT",
+        from_env=sample_limit,
+        default=100_000,
+        type=sample_limit,
+        metavar="N",
+        help="most samples in one upstream family a rule reads; a larger family is not served "
+        'and its samples count in metricbridge_samples_dropped_total{reason="sample_limit"} '
+        "(default 100000; 0 = no limit; env METRICBRIDGE_FAMILY_SAMPLE_LIMIT)",
     )
     add(
         "--no-server-info",

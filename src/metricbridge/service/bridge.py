@@ -5,33 +5,37 @@ reused for ``cache_ttl`` seconds, so fifty scrapers cost one upstream request. N
 than the latest completed fetch is ever served; when every upstream fails, the engine part of
 the response is empty and ``metricbridge_upstream_up`` says why. Each caller waits at most its
 own timeout: one whose time runs out while the shared fetch goes on gets no engine data.
+
+Reading, translating and rendering run in the bridge's worker thread (``service.worker``), so
+the event loop goes on answering while a large payload is translated; a request whose time runs
+out meanwhile is answered without engine data, and the translation finishes for the others.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Sequence
 
 import aiohttp
 
-from metricbridge.errors import ExpositionError, UpstreamError
+from metricbridge.errors import UpstreamError
 from metricbridge.exposition.caches import CodecCaches
-from metricbridge.exposition.reader import Exposition
 from metricbridge.model.family import Format
+from metricbridge.service.accounting import Accounting
 from metricbridge.service.scrape import Fetched, Upstream, fetch
 from metricbridge.service.selfmetrics import SelfMetrics
 from metricbridge.service.snapshot import Attempt, FetchSettings, Snapshot, UpstreamResult
+from metricbridge.service.translation_job import Work, failed, read_one, translate_wave
+from metricbridge.service.worker import Worker
 from metricbridge.translation.compiled import CompiledRules
-from metricbridge.translation.pipeline import MergeDrop, read_payload, translate_upstreams
 from metricbridge.translation.relabel_cache import RelabelCache
-from metricbridge.translation.translate import RowState, SynthState, Translation
+from metricbridge.translation.translate import SynthState
 
 log = logging.getLogger("metricbridge.bridge")
 # Below this much time left, a request takes the cut-short fetch it joined instead of another.
 _WORTH_RETRYING = 0.05
-_PROBLEMS_REMEMBERED = 1000  # dropped families logged (and remembered) per upstream and fetch
+Render = tuple[Format, bool]  # a response's format, and whether it is gzipped
 
 
 class Bridge:
@@ -52,34 +56,41 @@ class Bridge:
         self.settings = settings
         self._latest: Snapshot | None = None
         self._inflight: asyncio.Task[Snapshot] | None = None
+        # Done once the fetch in flight has its upstreams' answers and is being translated.
+        self._translating: asyncio.Future[None] | None = None
         self._inflight_since = self._inflight_timeout = 0.0
         self._fetches = 0  # numbers the fetches, so one left behind is warned about once
         self._warned_fetch = 0
-        self._status: dict[str, str] = {}  # upstream label -> failure reason, "" when up
-        # Per upstream (and "translation"), the problems the previous fetch logged: the same
-        # dropped family is logged at warning when it first appears, then at debug.
-        self._problems_seen: dict[str, frozenset[str]] = {}
+        self._accounting = Accounting(metrics, settings.family_sample_limit)
         self.state = SynthState()  # rates and idleness carried from fetch to fetch
         self.server_info: dict[str, object] | None = None  # kept fresh by a background poller
-        # What reading and writing remember from one fetch to the next; used on the event loop
-        # only (a name[] response, written in a thread, goes without).
+        # What reading and writing remember from one fetch to the next. Used by the worker
+        # only: its one thread is the only one that reads, translates or renders with them (a
+        # name[] response, written in another thread, goes without).
         self.caches = CodecCaches()
+        self.worker = Worker()
         self.relabel_cache = RelabelCache()  # what relabel steps made of each label set
         metrics.track_caches((*self.caches, self.relabel_cache.lru))
+        metrics.family_sample_limit.set(settings.family_sample_limit)
 
     def replace_rules(self, rules: CompiledRules) -> None:
         """Swap the rules; the next scrape fetches afresh so it is translated with them.
 
         The caches start empty too: what they hold was read, parsed and written for the old
-        rules (their HELP texts, the families they parse).
+        rules (their HELP texts, the families they parse). A translation still running in the
+        worker has them: they are emptied after it, before the next one.
         """
         self.rules = rules
         self._latest = None
         self.state = SynthState()
-        self.caches.reset()
-        self.relabel_cache.reset()
+        if self.worker.idle:
+            self.caches.reset()
+            self.relabel_cache.reset()
+        else:
+            self.worker.submit(self.caches.reset)
+            self.worker.submit(self.relabel_cache.reset)
 
-    async def snapshot(self, timeout: float) -> Snapshot:
+    async def snapshot(self, timeout: float, render: Render | None = None) -> Snapshot:
         """The latest snapshot if fresh, else the one being fetched, else a new fetch.
 
         The caller waits at most ``timeout`` seconds. A new fetch is bounded by it, but a fetch
@@ -87,51 +98,101 @@ class Bridge:
         with a longer timeout): a caller whose time runs out first gets a snapshot with no
         engine data, and the fetch goes on for the others. Nor does a shorter deadline speak
         for a longer one: a fetch that timed out at its starter's deadline is neither cached
-        nor taken by a caller with time to spare, who fetches again.
+        nor taken by a caller with time to spare, who fetches again. ``render`` (a response's
+        format and encoding) is rendered in the worker within the same deadline.
         """
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
+        rules = self.rules  # a caller after a reload is answered with the new rules
         while True:
             latest = self._latest
             if latest is not None and loop.time() - latest.finished_at <= self.settings.cache_ttl:
                 self.metrics.coalesced.inc("cached")
-                return latest
+                return await self._rendered(latest, render, deadline, timeout)
             inflight = self._inflight
             if inflight is None:
-                return await self._start(deadline - loop.time())
-            self.metrics.coalesced.inc("joined")
-            # asyncio.wait, unlike wait_for, never cancels what it waits for: others share it.
-            done, _ = await asyncio.wait((inflight,), timeout=deadline - loop.time())
-            if not done:
-                return self._left_behind(timeout)
+                inflight = await self._start(deadline, render)
+            else:
+                self.metrics.coalesced.inc("joined")
+                # asyncio.wait, unlike wait_for, never cancels what it waits for: others share it.
+                await asyncio.wait((inflight,), timeout=deadline - loop.time())
+            if not inflight.done():
+                return self._left_behind(timeout, self._stage())
             if inflight.cancelled():
                 return self._stopped()
             snapshot = inflight.result()
             # A fetch cut short by a shorter deadline than ours (a scraper with a tiny
-            # X-Prometheus-Scrape-Timeout-Seconds) says nothing of what we can get: try again
-            # with the time we have left. It was not cached, so this starts a fetch or joins one.
-            if not snapshot.cut_short or deadline - loop.time() < _WORTH_RETRYING:
-                return snapshot
+            # X-Prometheus-Scrape-Timeout-Seconds) says nothing of what we can get, nor does one
+            # translated with the rules a reload replaced before we came: try again with the
+            # time we have left. It was not cached, so this starts a fetch or joins one.
+            retry = snapshot.cut_short or snapshot.rules is not rules
+            if not retry or deadline - loop.time() < _WORTH_RETRYING:
+                return await self._rendered(snapshot, render, deadline, timeout)
 
-    async def _start(self, timeout: float) -> Snapshot:
-        """Start a fetch bounded by ``timeout`` and wait for it."""
+    async def _start(self, deadline: float, render: Render | None) -> asyncio.Task[Snapshot]:
+        """Start a fetch bounded by ``deadline``; return it once translated or past the deadline.
+
+        The fetch bounds itself: its starter waits for it to end, and waits for the translation
+        after it only until the deadline (the translation goes on for later requests).
+        """
         loop = asyncio.get_running_loop()
         # The stale snapshot will never be served again; let its renders go before the new
         # payload arrives, so a 10 MB engine is not held twice.
         self._latest = None
-        inflight = self._inflight = loop.create_task(self._collect(timeout))
+        timeout = deadline - loop.time()
+        translating = self._translating = loop.create_future()
+        inflight = self._inflight = loop.create_task(self._collect(timeout, translating, render))
         inflight.add_done_callback(self._clear_inflight)
         self._fetches += 1
         self._inflight_since, self._inflight_timeout = loop.time(), timeout
         # asyncio.wait, not a plain await: a scraper that disconnects (its handler cancelled)
         # must not cancel the fetch others have joined.
-        await asyncio.wait((inflight,))
-        return self._stopped() if inflight.cancelled() else inflight.result()
+        await asyncio.wait((inflight, translating), return_when=asyncio.FIRST_COMPLETED)
+        if not inflight.done():
+            await asyncio.wait((inflight,), timeout=max(0.0, deadline - loop.time()))
+        return inflight
+
+    def _stage(self) -> str:
+        """Where the fetch in flight is: ``fetch`` (waiting on upstreams) or ``translation``."""
+        translating = self._translating
+        return "translation" if translating is not None and translating.done() else "fetch"
+
+    async def _rendered(
+        self, snapshot: Snapshot, render: Render | None, deadline: float, timeout: float
+    ) -> Snapshot:
+        """``snapshot`` with ``render`` made in the worker, or no engine data past the deadline.
+
+        A render cut off by the deadline goes on and is kept: the next request has it.
+        """
+        if render is None or snapshot.translation is None:
+            return snapshot
+        fmt, compressed = render
+        if snapshot.rendered(fmt, compressed=compressed):
+            return snapshot
+        job = self.worker.run(lambda: snapshot.render(fmt, compressed=compressed))
+        job.add_done_callback(_retrieve)
+        await asyncio.wait((job,), timeout=deadline - asyncio.get_running_loop().time())
+        if not job.done():
+            return self._left_behind(timeout, "translation")
+        job.result()
+        return snapshot
 
     def stop(self) -> None:
-        """Give up the fetch in flight: shutting down, its waiters are answered at once."""
+        """Give up the fetch in flight: shutting down, its waiters are answered at once.
+
+        A translation running in the worker cannot be stopped; its thread does not hold the
+        process at exit.
+        """
         if self._inflight is not None:
             self._inflight.cancel()
+
+    async def close(self, timeout: float = 1.0) -> bool:
+        """Let the worker's thread end once its jobs are done (the app's cleanup).
+
+        Waits up to ``timeout`` s for a translation still running; whether the thread ended.
+        """
+        self.worker.close()
+        return await self.worker.wait_closed(timeout)
 
     def _stopped(self) -> Snapshot:
         """For the waiters of a fetch given up at shutdown: their own metrics, no engine data."""
@@ -147,30 +208,41 @@ class Bridge:
         loop = asyncio.get_running_loop()
         return Snapshot(loop.time(), results, None, self.settings.gzip_level, self.rules)
 
-    def _left_behind(self, timeout: float) -> Snapshot:
-        """For a caller whose time ran out before the fetch in flight: no engine data.
+    def _left_behind(self, timeout: float, stage: str) -> Snapshot:
+        """For a caller whose time ran out before the fetch or its translation: no engine data.
 
         The previous snapshot is no answer: it was dropped as stale when this fetch began.
         """
         loop = asyncio.get_running_loop()
-        self.metrics.gave_up.inc()
+        self.metrics.gave_up.labels(stage).inc()
         self.metrics.changed()  # the response about to be rendered must count itself
         # One warning per fetch left behind; fifty scrapers giving up on it are one event.
         level = logging.DEBUG if self._warned_fetch == self._fetches else logging.WARNING
         self._warned_fetch = self._fetches
-        log.log(
-            level,
-            "answered without engine data: the request's %.3gs wait ran out while the upstream "
-            "fetch it joined was still running (%.3gs so far, its own timeout %.3gs)",
-            timeout,
-            loop.time() - self._inflight_since,
-            self._inflight_timeout,
-        )
-        message = f"the fetch in flight did not finish within this request's {timeout:.3g}s"
+        if stage == "fetch":
+            log.log(
+                level,
+                "answered without engine data: the request's %.3gs wait ran out while the "
+                "upstream fetch it joined was still running (%.3gs so far, its own timeout %.3gs)",
+                timeout,
+                loop.time() - self._inflight_since,
+                self._inflight_timeout,
+            )
+            message = f"the fetch in flight did not finish within this request's {timeout:.3g}s"
+        else:
+            log.log(
+                level,
+                "answered without engine data: the request's %.3gs wait ran out while the "
+                "upstreams' answer was still being translated (%.3gs since the fetch began); "
+                "the translation goes on for the next request",
+                timeout,
+                loop.time() - self._inflight_since,
+            )
+            message = f"the translation did not finish within this request's {timeout:.3g}s"
         return self._without_engine("gave_up", message)
 
     def _clear_inflight(self, task: asyncio.Task[Snapshot]) -> None:
-        self._inflight = None
+        self._inflight = self._translating = None
         if not task.cancelled() and task.exception() is None:
             snapshot = task.result()
             # A reload can run between the fetch's last step and this callback; a snapshot of
@@ -180,57 +252,71 @@ class Bridge:
             if snapshot.rules is self.rules and not snapshot.cut_short:
                 self._latest = snapshot
 
-    async def _collect(self, timeout: float) -> Snapshot:
+    async def _collect(
+        self, timeout: float, translating: asyncio.Future[None], render: Render | None
+    ) -> Snapshot:
         try:
-            return await self._fetch_and_translate(timeout)
+            return await self._fetch_and_translate(timeout, translating, render)
         finally:
             # Every self-metric a fetch touches is now final: the next response renders them
             # afresh (see SelfMetrics), whatever the fetch came to.
             self.metrics.changed()
 
-    async def _fetch_and_translate(self, timeout: float) -> Snapshot:
+    async def _fetch_and_translate(
+        self, timeout: float, translating: asyncio.Future[None], render: Render | None
+    ) -> Snapshot:
         attempts = await asyncio.gather(*(self._fetch_one(u, timeout) for u in self.upstreams))
-        # Nothing below awaits, so no reload can interleave: the rules read now are the ones in
-        # force when the snapshot is published, and a reload while the engine was being fetched
-        # applies to this fetch instead of being overtaken by it.
-        rules = self.rules
-        outcomes = [self._read(attempt, rules) for attempt in attempts]
-        results = tuple(result for result, _ in outcomes)
-        translation = None
+        # The rules read now are the ones the fetch is translated with: a reload while the
+        # engine was being fetched applies to this fetch instead of being overtaken by it. A
+        # reload during the translation below makes the snapshot unservable (_clear_inflight).
+        rules, state = self.rules, self.state
+        translating.set_result(None)
         loop = asyncio.get_running_loop()
-        if any(result.ok for result in results):
-            started = time.perf_counter()
-            parts = [
-                (upstream.label, exposition)
-                for upstream, (result, exposition) in zip(self.upstreams, outcomes, strict=True)
-                if result.ok
-            ]
-            outcome = translate_upstreams(
-                parts,
-                rules,
-                self.state,
-                now=loop.time(),
-                server_info=self.server_info,
-                caches=self.caches,
-                relabel_cache=self.relabel_cache,
+        now, server_info, caches = loop.time(), self.server_info, self.caches
+        limit = self.settings.family_sample_limit
+        if all(failed(a) for a in attempts):  # nothing to read
+            work = Work(tuple(read_one(a.outcome, rules, caches, limit) for a in attempts))
+        else:  # in the worker: reading and translating take time in proportion to the payload
+            level = self.settings.gzip_level
+            wanted = None if render is None else (*render, level)
+            work = await self.worker.run(
+                lambda: translate_wave(
+                    attempts,
+                    rules,
+                    state,
+                    now,
+                    server_info,
+                    caches,
+                    limit,
+                    wanted,
+                    relabel_cache=self.relabel_cache,
+                )
             )
-            translation = outcome.translation
-            self.state = translation.state
-            self.metrics.translation_duration.observe(time.perf_counter() - started)
-            self._account_merge(outcome.merge_drops)
-            self._account(translation)
+        outcomes = [
+            self._accounting.record(a, read) for a, read in zip(attempts, work.reads, strict=True)
+        ]
+        results = tuple(result for result, _ in outcomes)
+        translation = work.outcome.translation if work.outcome else None
+        current = rules is self.rules  # else the reload has set state afresh: keep that
+        if work.outcome is not None and translation is not None:
+            if current:
+                self.state = translation.state
+            self.metrics.translation_duration.observe(work.seconds)
+            self._accounting.merge(work.outcome.merge_drops)
+            self._accounting.translation(translation)
         else:
             # Nothing observed: idleness must be re-established, and no rate may span a gap in
             # which the engine could have restarted unseen. Nothing of the engine is served.
-            self.state = SynthState()
-            self._account_nothing_served(rules)
+            if current:
+                self.state = SynthState()
+            self._accounting.nothing_served(rules)
         self.metrics.idle_state(
             self.state.idle, translation.zeroed if translation else (), loop.time()
         )
         cut_short = timeout < self.settings.timeout_cap and any(
             result.reason == "timeout" for result in results
         )
-        return Snapshot(
+        snapshot = Snapshot(
             loop.time(),
             results,
             translation,
@@ -239,6 +325,9 @@ class Bridge:
             cut_short,
             self.caches,
         )
+        if render is not None and work.part is not None:
+            snapshot.keep(render[0], compressed=render[1], part=work.part)
+        return snapshot
 
     def age(self) -> float | None:
         """Seconds since the latest fetch finished, or None before the first."""
@@ -258,112 +347,8 @@ class Bridge:
             outcome = exc
         return Attempt(upstream, outcome, loop.time() - started)
 
-    def _read(self, attempt: Attempt, rules: CompiledRules) -> tuple[UpstreamResult, Exposition]:
-        """Read one fetched body and record what the attempt came to."""
-        upstream, metrics = attempt.upstream, self.metrics
-        try:
-            exposition, size = _parse(attempt.outcome, rules, self.caches)
-        except (UpstreamError, ExpositionError) as exc:
-            reason = exc.reason if isinstance(exc, UpstreamError) else "malformed"
-            metrics.upstream_duration.labels(upstream.label, "failed").observe(attempt.duration)
-            metrics.upstream_failures.labels(upstream.label, reason).inc()
-            metrics.upstream_up.labels(upstream.label).set(0)
-            self._note_state(upstream, reason, f"{reason}: {exc}")
-            failed = UpstreamResult(upstream, ok=False, reason=reason, message=str(exc))
-            return failed, Exposition([], [], Format.TEXT)
-        self._log_problems(upstream.label, f"upstream {upstream.label}", exposition.problems)
-        metrics.upstream_duration.labels(upstream.label, "ok").observe(attempt.duration)
-        metrics.exposition_problems.inc(len(exposition.problems))
-        metrics.upstream_up.labels(upstream.label).set(1)
-        metrics.upstream_bytes.labels(upstream.label).set(size)
-        self._note_state(upstream, "", "")
-        return UpstreamResult(upstream, ok=True, size=size), exposition
 
-    def _log_problems(self, key: str, who: str, problems: Sequence[ExpositionError]) -> None:
-        """Log each dropped family at warning when it is new, at debug while it repeats.
-
-        Every one is counted in ``metricbridge_exposition_problems_total`` whatever its level;
-        only the first ``_PROBLEMS_REMEMBERED`` are remembered, so a payload of a million bad
-        families costs a bounded memory and, past that, one summary line.
-        """
-        texts = [str(problem) for problem in problems[:_PROBLEMS_REMEMBERED]]
-        seen = self._problems_seen.get(key, frozenset())
-        for text in texts:
-            level = logging.DEBUG if text in seen else logging.WARNING
-            log.log(level, "%s: dropped a family: %s", who, text)
-        if len(problems) > _PROBLEMS_REMEMBERED:
-            more = len(problems) - _PROBLEMS_REMEMBERED
-            log.warning("%s: and %d more dropped families", who, more)
-        self._problems_seen[key] = frozenset(texts)
-
-    def _note_state(self, upstream: Upstream, reason: str, detail: str) -> None:
-        """Log changes of an upstream's state loudly and repeats quietly; ``reason`` "" is up.
-
-        A dead engine must not flood the log, but a new way of failing (a timeout, then HTTP
-        500) is news.
-        """
-        previous = self._status.get(upstream.label)  # None before the first fetch
-        self._status[upstream.label] = reason
-        if not reason:
-            if previous:
-                log.info("upstream %s is back", upstream.label)
-        elif reason == previous:
-            log.debug("upstream %s still failing: %s", upstream.label, detail)
-        elif previous:
-            log.warning(
-                "upstream %s fetch failed: %s (was failing with %s)",
-                upstream.label,
-                detail,
-                previous,
-            )
-        else:
-            log.warning("upstream %s fetch failed: %s", upstream.label, detail)
-
-    def _account_merge(self, drops: Sequence[MergeDrop]) -> None:
-        """Count and log what the merge of the upstreams left out."""
-        for drop in drops:
-            self.metrics.samples_dropped.labels(drop.reason).inc(drop.samples)
-            if drop.reason == "duplicate_family":
-                # Another bridge's self-metrics (reserved_name) are expected and not logged.
-                log.warning(
-                    "family %s from %s duplicates %s's; dropped",
-                    drop.family,
-                    drop.source,
-                    drop.kept_from,
-                )
-
-    def _account_nothing_served(self, rules: CompiledRules) -> None:
-        metrics = self.metrics
-        for direction in ("in", "out"):
-            metrics.families.labels(direction).set(0)
-            metrics.samples.labels(direction).set(0)
-        metrics.warm_zero_series.set(0)
-        rows = len(rules.rows)
-        for state in RowState:
-            metrics.contract_rows.labels(state.value).set(rows if state is RowState.MISSING else 0)
-
-    def _account(self, translation: Translation) -> None:
-        stats, metrics = translation.stats, self.metrics
-        metrics.families.labels("in").set(stats.families_in)
-        metrics.families.labels("out").set(stats.families_out)
-        metrics.samples.labels("in").set(stats.samples_in)
-        metrics.samples.labels("out").set(stats.samples_out)
-        for reason, count in stats.dropped.items():
-            if count:
-                metrics.samples_dropped.labels(reason).inc(count)
-        self._log_problems("translation", "translation", translation.problems)
-        states = dict.fromkeys(RowState, 0)
-        for status in translation.rows.values():
-            states[status.state] += 1
-        for state, count in states.items():
-            metrics.contract_rows.labels(state.value).set(count)
-        metrics.warm_zero_series.set(translation.warm_zero_series)
-
-
-def _parse(
-    outcome: Fetched | UpstreamError, rules: CompiledRules, caches: CodecCaches
-) -> tuple[Exposition, int]:
-    """The exposition of a fetched body and the body's size; raises what the fetch came to."""
-    if isinstance(outcome, UpstreamError):
-        raise outcome
-    return read_payload(outcome.body, outcome.format, rules, caches=caches), len(outcome.body)
+def _retrieve(job: asyncio.Future[None]) -> None:
+    """Take a cut-off render's outcome, so an error in it is raised once, by its next request."""
+    if not job.cancelled():
+        job.exception()

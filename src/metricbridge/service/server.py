@@ -76,6 +76,8 @@ class ServiceState:
     reload_lock: asyncio.Lock
     bridge: Bridge | None = None
     last_reload: float = float("-inf")  # event-loop time of the last reload attempt
+    # Set at cleanup when the bridge's worker was still translating: see Worker.wait_closed.
+    worker_left_running: bool = False
 
 
 STATE = web.AppKey("state", ServiceState)
@@ -105,6 +107,7 @@ async def _bridge_ctx(app: web.Application) -> AsyncIterator[None]:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         aiohttp_server_log.removeFilter(bad_requests)
+        state.worker_left_running = not await bridge.close()
         state.bridge = None
 
 
@@ -144,11 +147,13 @@ async def handle_metrics(request: web.Request) -> web.StreamResponse:
         cap=state.settings.fetch.timeout_cap,
         offset=state.settings.timeout_offset,
     )
-    snapshot = await bridge.snapshot(timeout)
-    state.metrics.scrapes.inc(fmt.value)
     names = set(request.query.getall("name[]", []))
     level = state.settings.fetch.gzip_level
     gzip_level = level if accepts_gzip(request.headers.get("Accept-Encoding")) else None
+    # The engine part is rendered in the bridge's worker, within the scrape's deadline.
+    render = None if names else (fmt, gzip_level is not None)
+    snapshot = await bridge.snapshot(timeout, render)
+    state.metrics.scrapes.inc(fmt.value)
     if names:
         parts = await _filtered_body(snapshot, state.metrics, fmt, names, gzip_level)
     else:
@@ -353,8 +358,6 @@ def make_app(settings: ServiceSettings, config: Config) -> web.Application:
     metrics = SelfMetrics()
     metrics.config_loaded(ok=True, at=time.time())
     metrics.connections.cap = settings.max_connections
-    metrics.upstream_max_bytes.set(settings.fetch.max_bytes)
-    metrics.upstream_timeout.set(settings.fetch.timeout_cap)
     app[STATE] = ServiceState(settings, config, metrics, asyncio.Lock())
     app.cleanup_ctx.append(_bridge_ctx)
     app.router.add_get("/metrics", handle_metrics)

@@ -6,13 +6,14 @@ and its renders, made once per format and encoding. ``bridge.Bridge`` makes them
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, overload
 
 from metricbridge.errors import UpstreamError
 from metricbridge.exposition.caches import CodecCaches
 from metricbridge.exposition.writer import write_chunks, write_pieces
-from metricbridge.model.family import Format
+from metricbridge.model.family import AnyFamily, Format
 from metricbridge.service.gzip_framing import OpenGzip, open_gzip
 from metricbridge.service.scrape import Fetched, Upstream
 from metricbridge.translation.compiled import CompiledRules
@@ -27,6 +28,9 @@ class FetchSettings:
     max_bytes: int = 64 << 20
     cache_ttl: float = 1.0
     gzip_level: int = 1
+    # Samples a family a rule reads may hold; a larger one is dropped before translation.
+    # 0: no limit.
+    family_sample_limit: int = 100_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +68,27 @@ class Snapshot:
     caches: CodecCaches | None = None  # the bridge's, for writing the engine part
     _renders: dict[tuple[Format, bool], tuple[bytes, ...] | OpenGzip] = field(default_factory=dict)
 
+    def rendered(self, fmt: Format, *, compressed: bool) -> bool:
+        """Whether the engine part in this format and encoding is rendered already."""
+        return (fmt, compressed) in self._renders
+
+    def render(self, fmt: Format, *, compressed: bool) -> None:
+        """Render the engine part in this format and encoding, if not yet (the bridge's worker).
+
+        ``engine_part`` then returns it at once: rendering a large payload takes a share of a
+        second that the event loop must not spend.
+        """
+        key = (fmt, compressed)
+        if key not in self._renders:
+            families = self.translation.families if self.translation else ()
+            self._renders[key] = render_part(
+                families, fmt, compressed=compressed, level=self.gzip_level, caches=self.caches
+            )
+
+    def keep(self, fmt: Format, *, compressed: bool, part: tuple[bytes, ...] | OpenGzip) -> None:
+        """Keep a render of this snapshot's families made before it existed (``render_part``)."""
+        self._renders[(fmt, compressed)] = part
+
     @overload
     def engine_part(self, fmt: Format, *, compressed: Literal[False]) -> tuple[bytes, ...]: ...
     @overload
@@ -77,17 +102,21 @@ class Snapshot:
         kept: Prometheus asks for gzip, and memoising the plain render on the way would hold a
         second copy of the payload for nobody. Pieces, not one buffer: see ``write_pieces``.
         """
-        key = (fmt, compressed)
-        part = self._renders.get(key)
-        if part is None:
-            families = self.translation.families if self.translation else ()
-            # Compressed straight from the families' views: cutting them into pieces first
-            # would copy the whole render for the compressor to read once (a 10 MB engine).
-            caches = self.caches
-            part = (
-                open_gzip(write_chunks(families, fmt, caches=caches), self.gzip_level)
-                if compressed
-                else tuple(write_pieces(families, fmt, caches=caches))
-            )
-            self._renders[key] = part
-        return part
+        self.render(fmt, compressed=compressed)
+        return self._renders[(fmt, compressed)]
+
+
+def render_part(
+    families: Sequence[AnyFamily],
+    fmt: Format,
+    *,
+    compressed: bool,
+    level: int,
+    caches: CodecCaches | None,
+) -> tuple[bytes, ...] | OpenGzip:
+    """The engine part of a response: ``families`` in ``fmt``, as ``Snapshot.engine_part``."""
+    if compressed:
+        # Compressed straight from the families' views: cutting them into pieces first would
+        # copy the whole render for the compressor to read once (a 10 MB engine).
+        return open_gzip(write_chunks(families, fmt, caches=caches), level)
+    return tuple(write_pieces(families, fmt, caches=caches))

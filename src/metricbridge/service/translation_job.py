@@ -1,0 +1,128 @@
+"""What the bridge's worker does with one wave of fetches: read each body, translate them once.
+
+Pure: it takes the rules, the translation state, the caches and ``now`` as arguments and
+returns what it made, for the bridge to account for on the event loop (metrics and logs are
+not thread-safe enough to share, and the order of log lines should be the loop's).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from metricbridge.errors import ExpositionError, UpstreamError
+from metricbridge.exposition.caches import CodecCaches
+from metricbridge.exposition.reader import Exposition
+from metricbridge.model.family import Format
+from metricbridge.service.gzip_framing import OpenGzip
+from metricbridge.service.scrape import Fetched
+from metricbridge.service.snapshot import Attempt, render_part
+from metricbridge.translation.compiled import CompiledRules
+from metricbridge.translation.pipeline import Outcome, read_payload, translate_upstreams
+from metricbridge.translation.relabel_cache import RelabelCache
+from metricbridge.translation.translate import SynthState, sample_count
+
+
+@dataclass(frozen=True, slots=True)
+class Read:
+    """What the worker made of one upstream's fetch: its exposition, or why there is none."""
+
+    exposition: Exposition | None
+    failure: UpstreamError | ExpositionError | None
+    size: int = 0
+    largest: int | None = None  # samples of the largest family a rule reads; None: not read
+    over_limit: tuple[tuple[str, int], ...] = ()  # families dropped by the limit, and samples
+
+
+@dataclass(frozen=True, slots=True)
+class Work:
+    """A fetch wave read and translated in the worker, for the event loop to account for."""
+
+    reads: tuple[Read, ...]
+    outcome: Outcome | None = None  # None when no upstream could be read
+    seconds: float = 0.0  # reading and translating; rendering is not included
+    # The engine part for the format and encoding asked for, rendered in the same job.
+    part: tuple[bytes, ...] | OpenGzip | None = None
+
+
+def failed(attempt: Attempt) -> bool:
+    """Whether the fetch itself failed: then there is nothing to read."""
+    return isinstance(attempt.outcome, UpstreamError)
+
+
+def translate_wave(  # noqa: PLR0913, PLR0917 - what one translation takes, handed over whole
+    attempts: Sequence[Attempt],
+    rules: CompiledRules,
+    state: SynthState,
+    now: float,
+    server_info: dict[str, object] | None,
+    caches: CodecCaches,
+    sample_limit: int,
+    render: tuple[Format, bool, int] | None = None,
+    *,
+    relabel_cache: RelabelCache | None = None,
+) -> Work:
+    """Read every fetched body and translate what could be read: the worker's job, pure.
+
+    ``render`` (format, gzipped, gzip level): the response the fetch's starter waits for,
+    rendered in the same job, so its translation and rendering are one hand-over, not two.
+    """
+    started = time.perf_counter()
+    reads = tuple(read_one(attempt.outcome, rules, caches, sample_limit) for attempt in attempts)
+    parts = [
+        (attempt.upstream.label, read.exposition)
+        for attempt, read in zip(attempts, reads, strict=True)
+        if read.exposition is not None
+    ]
+    outcome = None
+    if parts:
+        outcome = translate_upstreams(
+            parts,
+            rules,
+            state,
+            now=now,
+            server_info=server_info,
+            caches=caches,
+            relabel_cache=relabel_cache,
+        )
+    seconds = time.perf_counter() - started
+    part = None
+    if outcome is not None and render is not None:
+        fmt, compressed, level = render
+        families = outcome.translation.families
+        part = render_part(families, fmt, compressed=compressed, level=level, caches=caches)
+    return Work(reads, outcome, seconds, part)
+
+
+def read_one(
+    outcome: Fetched | UpstreamError, rules: CompiledRules, caches: CodecCaches, sample_limit: int
+) -> Read:
+    """One fetched body read, or what the fetch or the reading came to.
+
+    A family a rule reads with more than ``sample_limit`` samples (0: no limit) is dropped
+    before translation: translating it costs time in proportion to its samples (a relabelled
+    family of 100,000 series took 5 s), where a family no rule reads is copied through as it
+    came, at the cost of its bytes. The whole family, not the samples past the limit: which of
+    them came last says nothing of which matter.
+    """
+    if isinstance(outcome, UpstreamError):
+        return Read(None, outcome)
+    size = len(outcome.body)
+    try:
+        exposition = read_payload(outcome.body, outcome.format, rules, caches=caches)
+    except ExpositionError as exc:
+        return Read(None, exc, size)
+    largest, kept, over = 0, [], []
+    for family in exposition.families:
+        if family.name in rules.by_input:
+            samples = sample_count(family)
+            largest = max(largest, samples)
+            if sample_limit and samples > sample_limit:
+                over.append((family.name, samples))
+                continue
+        kept.append(family)
+    if over:
+        exposition = dataclasses.replace(exposition, families=kept)
+    return Read(exposition, None, size, largest, tuple(over))

@@ -1,0 +1,263 @@
+"""A payload that takes seconds to translate: the loop keeps answering, scrapes keep their deadline.
+
+The payload is the tp1 fixture with ``sglang:cached_tokens_total`` (a family the shipped rules
+relabel, so the bridge parses and rewrites every series of it) grown to tens of thousands of
+series: seconds of translation, all of it CPU.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import shutil
+import signal
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_om
+from prometheus_client.parser import text_string_to_metric_families as parse_text
+
+from helpers.paths import FIXTURES, TESTS
+from helpers.ports import free_port
+from helpers.service import FakeUpstream, bridge_app
+from metricbridge.config.load import load_config
+from metricbridge.service.scrape import parse_upstream
+from metricbridge.service.server import STATE, ServiceSettings, make_app
+from metricbridge.service.snapshot import FetchSettings
+
+FAMILY = "sglang:cached_tokens_total"
+SERIES = 30_000  # 1.5 s of translation on an idle machine, 4 s on a loaded one
+OM = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"
+
+
+def payload(series: int) -> bytes:
+    """tp1 with the relabelled family holding ``series`` series."""
+    kept = [
+        line
+        for line in (FIXTURES / "tp1.prom").read_bytes().splitlines(keepends=True)
+        if FAMILY.encode() not in line
+    ]
+    header = f"# HELP {FAMILY} Cached prompt tokens.\n# TYPE {FAMILY} counter\n".encode()
+    lines = (
+        f'{FAMILY}{{cache_source="storage",engine_type="unified",model_name="m",i="{i}"}} 1.0\n'
+        for i in range(series)
+    )
+    return b"".join(kept) + header + "".join(lines).encode()
+
+
+@pytest.fixture(scope="module")
+def slow_payload() -> bytes:
+    """The payload of ``SERIES`` series (about 3 MB)."""
+    return payload(SERIES)
+
+
+async def _served(aiohttp_server: Any, body: bytes, **settings: Any) -> tuple[Any, Any, str]:
+    """A fake upstream serving ``body``, a bridge in front of it; both on real sockets."""
+    upstream = FakeUpstream(body=body)
+    up = await aiohttp_server(upstream.app())
+    app = bridge_app(str(up.make_url("/metrics")), server_info=False, **settings)
+    bridge = await aiohttp_server(app)
+    return upstream, app, str(bridge.make_url("/"))
+
+
+def _translation_seconds(app: Any) -> float:
+    registry = app[STATE].metrics.registry
+    return float(registry.get_sample_value("metricbridge_translation_duration_seconds_sum") or 0)
+
+
+async def test_the_loop_answers_health_checks_while_a_large_payload_is_translated(
+    aiohttp_server: Any, slow_payload: bytes
+) -> None:
+    """/-/healthy answers within a second, every time, all through a translation of seconds.
+
+    The prober is a thread of its own, as a kubelet is a process of its own: a client on the
+    test's event loop would be held up with the server and could not see it stall.
+    """
+    _, app, base = await _served(aiohttp_server, slow_payload, timeout=60.0, cache_ttl=60.0)
+    waits: list[float] = []
+    stop = threading.Event()
+
+    def probe() -> None:
+        while not stop.is_set():
+            started = time.perf_counter()
+            with urllib.request.urlopen(base + "-/healthy", timeout=30) as response:  # noqa: S310
+                assert response.status == 200
+            waits.append(time.perf_counter() - started)
+            stop.wait(0.02)
+
+    prober = threading.Thread(target=probe)
+    prober.start()
+    try:
+        async with (
+            aiohttp.ClientSession(base_url=base) as session,
+            session.get("/metrics") as response,
+        ):
+            text = await response.text()
+    finally:
+        stop.set()
+        await asyncio.to_thread(prober.join)
+    assert response.status == 200
+    assert f'{FAMILY}{{cache_source="storage_MooncakeStore"' in text  # translated, not cut
+    # The translation really did hold the CPU for longer than the bound below.
+    assert _translation_seconds(app) > 1.0, "translation got faster: raise SERIES"
+    assert max(waits) < 1.0, f"/-/healthy waited {max(waits):.2f} s"
+    assert len(waits) > 10
+
+
+async def test_a_scrape_past_its_deadline_gets_self_metrics_in_time_and_the_work_is_kept(
+    aiohttp_server: Any, slow_payload: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A 1 s Prometheus timeout: a valid 200 within it, no engine data, the reason counted;
+    the translation goes on, and the next scrape is served from it without another fetch."""
+    upstream, app, base = await _served(aiohttp_server, slow_payload, timeout=60.0, cache_ttl=60.0)
+    headers = {"Accept": OM, "X-Prometheus-Scrape-Timeout-Seconds": "1"}
+    async with aiohttp.ClientSession(base_url=base) as session:
+        started = time.perf_counter()
+        with caplog.at_level(logging.WARNING, logger="metricbridge"):
+            async with session.get("/metrics", headers=headers) as response:
+                text = await response.text()
+        waited = time.perf_counter() - started
+        assert response.status == 200
+        assert waited < 1.0, f"answered after {waited:.2f} s"
+        families = {family.name: family for family in parse_om(text)}
+        assert not [name for name in families if name.startswith("sglang")]
+        gave_up = {
+            sample.labels["stage"]: sample.value
+            for sample in families["metricbridge_scrapes_gave_up"].samples
+        }
+        assert gave_up == {"fetch": 0.0, "translation": 1.0}
+        assert any("still being translated" in r.getMessage() for r in caplog.records)
+        # The translation finishes in the background and is kept for cache_ttl.
+        for _ in range(600):
+            if _translation_seconds(app):
+                break
+            await asyncio.sleep(0.05)
+        assert _translation_seconds(app) > 0.75, "translation got faster: raise SERIES"
+        async with session.get("/metrics", headers={"Accept": OM}) as response:
+            text = await response.text()
+    assert f'{FAMILY}{{cache_source="storage_MooncakeStore"' in text
+    assert 'metricbridge_coalesced_scrapes_total{how="cached"} 1' in text
+    assert upstream.requests == 1
+
+
+async def test_a_scrape_after_a_reload_is_not_given_the_translation_the_reload_overtook(
+    aiohttp_server: Any, slow_payload: bytes, tmp_path: Path
+) -> None:
+    """A reload while a fetch is being translated with the old rules: a scrape arriving after
+    the reload answered does not join that translation, it gets one with the new rules."""
+    config = tmp_path / "aliases.yaml"
+    shutil.copy(TESTS.parent / "config" / "aliases.yaml", config)  # relabels the family
+    _, app, base = await _served(
+        aiohttp_server, slow_payload, timeout=60.0, cache_ttl=60.0, config=str(config)
+    )
+    async with aiohttp.ClientSession(base_url=base) as session:
+        first = asyncio.create_task(session.get("/metrics"))
+        bridge = app[STATE].bridge
+        for _ in range(600):
+            if bridge is not None and bridge._stage() == "translation":
+                break
+            await asyncio.sleep(0.01)
+        assert bridge._inflight is not None, "the translation ended before the reload"
+        shutil.copy(TESTS / "golden" / "select-drops-selecting-label" / "aliases.yaml", config)
+        assert (await session.post("/-/reload")).status == 200
+        async with session.get("/metrics") as response:
+            text = await response.text()
+        (await first).release()
+    assert "storage_MooncakeStore" not in text  # the old rules' relabelling
+    assert "sglang:engine_startup_time" in text  # the new rules' select
+
+
+def _bridge_with_limit(upstream_url: str, limit: int) -> Any:
+    settings = ServiceSettings(
+        (parse_upstream(upstream_url),),
+        fetch=FetchSettings(timeout_cap=5.0, cache_ttl=0.0, family_sample_limit=limit),
+        server_info=False,
+    )
+    return make_app(settings, load_config(None))
+
+
+async def test_a_family_over_the_sample_limit_is_dropped_counted_and_logged_once(
+    aiohttp_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A rule-read family over --family-sample-limit is not served (nor translated); its samples
+    count as dropped, the gauges show how close to the limit the largest family is, the rest
+    of the payload is served, and the drop is logged at warning once, not on every fetch."""
+    upstream = FakeUpstream(body=payload(2_000))
+    up = await aiohttp_server(upstream.app())
+    bridge = await aiohttp_server(_bridge_with_limit(str(up.make_url("/metrics")), 1_000))
+    async with aiohttp.ClientSession(base_url=str(bridge.make_url("/"))) as session:
+        with caplog.at_level(logging.DEBUG, logger="metricbridge"):
+            texts = [await (await session.get("/metrics")).text() for _ in range(2)]
+    families = {family.name: family for family in parse_text(texts[1])}
+    assert "sglang:cached_tokens" not in families
+    assert "sglang:num_running_reqs" in families  # the rest is served
+    dropped = {
+        sample.labels["reason"]: sample.value
+        for sample in families["metricbridge_samples_dropped"].samples
+    }
+    assert dropped["sample_limit"] == 4_000  # two fetches of 2,000
+    (largest,) = families["metricbridge_largest_family_samples"].samples
+    assert largest.value == 2_000
+    assert families["metricbridge_family_sample_limit"].samples[0].value == 1_000
+    drops = [r for r in caplog.records if "over --family-sample-limit" in r.getMessage()]
+    assert [r.levelno for r in drops] == [logging.WARNING, logging.DEBUG]
+    assert "sglang:cached_tokens_total: 2000 samples" in drops[0].getMessage()
+
+
+async def test_a_family_within_the_sample_limit_is_served(aiohttp_server: Any) -> None:
+    """At the limit, nothing is dropped; the gauge shows the family's size."""
+    upstream = FakeUpstream(body=payload(1_000))
+    up = await aiohttp_server(upstream.app())
+    bridge = await aiohttp_server(_bridge_with_limit(str(up.make_url("/metrics")), 1_000))
+    async with aiohttp.ClientSession(base_url=str(bridge.make_url("/"))) as session:
+        text = await (await session.get("/metrics")).text()
+    assert text.count(f'{FAMILY}{{cache_source="storage_MooncakeStore"') == 1_000
+    assert 'reason="sample_limit"' not in text
+    assert "metricbridge_largest_family_samples{" in text
+
+
+@pytest.mark.slow
+async def test_sigterm_during_a_translation_exits_zero(aiohttp_server: Any) -> None:
+    """SIGTERM while a translation of seconds runs with nobody waiting for it: the process says
+    so and exits 0 within the grace period. Left to the interpreter's finalisation, a thread
+    stopped inside RE2's matcher ends in std::terminate (exit 134): often, not every time."""
+    upstream = FakeUpstream(body=payload(3 * SERIES))  # within the default limit of 100,000
+    up = await aiohttp_server(upstream.app())
+    port = free_port()
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "metricbridge",
+        "--upstream",
+        str(up.make_url("/metrics")),
+        "--listen",
+        f"127.0.0.1:{port}",
+        "--no-server-info",
+        stderr=asyncio.subprocess.PIPE,
+    )
+    headers = {"X-Prometheus-Scrape-Timeout-Seconds": "1"}
+    async with aiohttp.ClientSession(base_url=f"http://127.0.0.1:{port}") as session:
+        for _ in range(100):
+            with contextlib.suppress(aiohttp.ClientConnectionError):
+                async with session.get("/-/ready") as response:
+                    if response.status == 200:
+                        break
+            await asyncio.sleep(0.1)
+        async with session.get("/metrics", headers=headers) as response:
+            text = await response.text()
+    assert 'metricbridge_scrapes_gave_up_total{stage="translation"} 1.0' in text
+    process.send_signal(signal.SIGTERM)
+    started = time.perf_counter()
+    assert await asyncio.wait_for(process.wait(), 20) == 0
+    assert time.perf_counter() - started < 15
+    stderr = (await process.stderr.read()).decode()  # type: ignore[union-attr]
+    assert "stopped with a translation still running" in stderr
+    assert "terminate called" not in stderr
+    assert "Traceback" not in stderr
