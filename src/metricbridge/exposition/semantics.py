@@ -101,13 +101,20 @@ def _breaches(family: Family, fmt: Format) -> Iterator[Breach]:
             yield Breach("unit", None, f"{meta.type} families may not have a unit")
         elif not base.endswith("_" + meta.unit):
             yield Breach("unit", None, f"unit {meta.unit!r} is not the suffix of {base!r}")
-    for index, sample in enumerate(family.samples):
-        problem = _sample_breach(sample, sample.name[len(base) :], meta.type, base)
+    mtype, samples, start = meta.type, family.samples, len(base)
+    plain = mtype in (MetricType.GAUGE, MetricType.UNKNOWN)  # only an exemplar can be wrong
+    for index, sample in enumerate(samples):
+        if plain and sample.exemplar is None:
+            continue
+        problem = _sample_breach(sample, sample.name[start:], mtype, base)
         if problem is not None:
             yield Breach(problem[0], index, problem[1])
-    yield from _grouping(family, base, fmt)
-    if meta.type in (MetricType.HISTOGRAM, MetricType.GAUGEHISTOGRAM):
-        yield from _histogram_points(family, base)
+    if len(samples) < 2 and mtype not in _BUCKETED:
+        return
+    groups = [group_of(sample, base, mtype) for sample in samples]
+    yield from _grouping(family, groups, fmt)
+    if mtype in _BUCKETED:
+        yield from _histogram_points(family, base, groups)
 
 
 def _sample_breach(  # noqa: PLR0911 - one return per rule
@@ -172,10 +179,7 @@ def _quantile_breach(sample: Sample) -> tuple[str, str] | None:
 
 
 def _label(labels: Labels, name: str) -> str | None:
-    for key, value in labels:
-        if key == name:
-            return value
-    return None
+    return dict(labels).get(name)
 
 
 def _number(text: str) -> float | None:
@@ -185,29 +189,40 @@ def _number(text: str) -> float | None:
         return None
 
 
-def group_of(sample: Sample, base: str, mtype: MetricType) -> Labels:
-    """The labels that name a sample's series in its family (prometheus_client's grouping)."""
+Group = frozenset[tuple[str, str]]
+
+
+def group_of(sample: Sample, base: str, mtype: MetricType) -> Group:
+    """The labels that name a sample's series in its family (prometheus_client's grouping).
+
+    A set: the same labels in another order are the same series.
+    """
+    labels = sample.labels
     if mtype is MetricType.INFO:
-        return ()
+        return frozenset()
     if mtype is MetricType.STATESET:
         drop = base
     elif mtype is MetricType.SUMMARY and sample.name == base:
         drop = "quantile"
-    elif sample.name == base + "_bucket":
+    elif mtype in _BUCKETED and sample.name == base + "_bucket":
         drop = "le"
     else:
-        return tuple(sorted(sample.labels))
-    return tuple(sorted(pair for pair in sample.labels if pair[0] != drop))
+        return frozenset(labels)
+    value = dict(labels).get(drop)  # C calls only: this runs once per sample
+    group = frozenset(labels)
+    return group if value is None else group - {(drop, value)}
 
 
-def _grouping(family: Family, base: str, fmt: Format) -> Iterator[Breach]:
+_BUCKETED = (MetricType.HISTOGRAM, MetricType.GAUGEHISTOGRAM)
+
+
+def _grouping(family: Family, groups: list[Group], fmt: Format) -> Iterator[Breach]:
     """Each series' samples together, timestamps on all or none of them, never going back."""
     mtype = family.meta.type
-    seen: set[Labels] = set()
-    group: Labels | None = None
+    seen: set[Group] = set()
+    group: Group | None = None
     stamp: float | None = None
-    for index, sample in enumerate(family.samples):
-        key = group_of(sample, base, mtype)
+    for index, (sample, key) in enumerate(zip(family.samples, groups, strict=True)):
         if key != group:
             if key in seen and fmt is Format.OPENMETRICS:
                 message = f"{sample.name}: its series' samples are split by another series'"
@@ -232,7 +247,7 @@ def grouped_order(samples: Sequence[Sample], base: str, mtype: MetricType) -> li
     For the text format, which does not ask for grouping: OpenMetrics does, and the same
     samples in that order mean the same to every reader.
     """
-    order: dict[Labels, list[int]] = {}
+    order: dict[Group, list[int]] = {}
     for index, sample in enumerate(samples):
         order.setdefault(group_of(sample, base, mtype), []).append(index)
     return [index for group in order.values() for index in group]
@@ -251,16 +266,16 @@ class _Point:
     negative_gsum: bool = False
 
 
-def _histogram_points(family: Family, base: str) -> Iterator[Breach]:
+def _histogram_points(family: Family, base: str, groups: list[Group]) -> Iterator[Breach]:
     """Bucket order, cumulativity, +Inf, and _count/_sum agreement, point by point."""
-    mtype = family.meta.type
     point: _Point | None = None
-    key: tuple[Labels, float | None] | None = None
-    for index, sample in enumerate(family.samples):
-        suffix = sample.name[len(base) :]
+    key: tuple[Group, float | None] | None = None
+    start = len(base)
+    for index, (sample, group) in enumerate(zip(family.samples, groups, strict=True)):
+        suffix = sample.name[start:]
         if suffix == "_created":
             continue
-        this = (group_of(sample, base, mtype), sample.timestamp)
+        this = (group, sample.timestamp)
         if this != key:
             if point is not None:
                 yield from _close_point(point, family)
