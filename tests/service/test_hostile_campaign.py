@@ -52,6 +52,7 @@ from helpers.hostile import (
     per_request,
     redirect,
 )
+from helpers.paths import FIXTURES
 from helpers.ports import free_port
 from helpers.promtool import promtool_check_metrics
 from helpers.tp1_payloads import TP1
@@ -75,6 +76,8 @@ SNAPSHOT_FACTOR = 4
 LIVE_SNAPSHOTS = 2 + NEVER_READING
 # The log, whatever the scrapers and the engine send for the whole run: state changes only.
 LOG_BOUND = 64 << 10
+TP1_OM = (FIXTURES / "tp1.om.txt").read_bytes()
+OM_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8"
 PASSWORD, TOKEN = "pa55-hostile-secret", "t0ken-hostile-secret"
 OM_ACCEPT = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"
 TEXT_ACCEPT = "text/plain;version=0.0.4"
@@ -527,41 +530,67 @@ async def test_reload_floods_are_refused_without_the_flag_and_rate_limited_with_
     campaign: Campaign,
 ) -> None:
     """A second bridge with --web.enable-lifecycle under the same flood: at most one reload a
-    second goes through, the rest are 429 and counted, and it keeps serving."""
-    port = free_port()
+    second goes through, the rest are 429 and counted, and it keeps serving and answering its
+    own /-/healthy in time while it reloads."""
     log_path = campaign.tmp / "lifecycle.log"
-    bridge = BridgeProcess(
-        port, log_path, "--upstream", campaign.engine.url(), "--web.enable-lifecycle",
-        "--cache-ttl", "0", "--no-server-info",
-    )  # fmt: skip
-    flood = None
+    args = ("--upstream", campaign.engine.url(), "--web.enable-lifecycle", "--no-server-info")
+    bridge = BridgeProcess(free_port(), log_path, *args, "--cache-ttl", "0")
+    flood = prober = None
     try:
         bridge.wait_ready()
+        prober = Helper("probe", bridge.base + "/-/healthy")
         flood = Helper("scrapers", bridge.base, "1", str(WRITE_TIMEOUT + 1), "0.02")
+        prober.wait_started()
         flood.wait_started()
-        start = time.monotonic()
+        start, started = time.time(), time.monotonic()
         with campaign.phase():
             async with await session() as client:
-                while time.monotonic() - start < 4:
+                while time.monotonic() - started < 4:
                     answers = await campaign.scrape(client, base=bridge.base, variants=VARIANTS[:2])
-        elapsed = time.monotonic() - start
+        end, elapsed = time.time(), time.monotonic() - started
         assert flood.stop() == ""
         counts = flood.lines[-1]
-        flood = None
         async with await session() as client:
             (answer,) = await campaign.scrape(client, base=bridge.base, variants=VARIANTS[:1])
+        assert prober.stop() == ""
+        assert_healthy([p for p in prober.lines if start <= p["t"] <= end], end - start)
     finally:
-        if flood is not None:
-            flood.stop()
+        for helper in (flood, prober):
+            if helper is not None:
+                helper.stop()
         bridge.stop()
     assert 1 <= counts.get("reload_200", 0) <= math.ceil(elapsed) + 2, counts
     assert counts.get("reload_429", 0) >= 10, counts
-    refused = answer.total(
-        "metricbridge_reloads_refused_total",
-    )
-    assert refused == counts["reload_429"]
+    assert answer.total("metricbridge_reloads_refused_total") == counts["reload_429"]
     assert log_path.read_text().count("config reloaded") == counts["reload_200"]
     assert answers[-1].value("metricbridge_config_last_reload_successful") == 1
+
+
+def exemplars() -> bytes:
+    """tp1 in OpenMetrics plus a millisecond histogram the contract scales, with an exemplar."""
+    family = (
+        "# TYPE sglang:kv_transfer_latency_ms histogram\n"
+        'sglang:kv_transfer_latency_ms_bucket{le="5000.0"} 1 # {trace_id="hostile"} 4200.0\n'
+        'sglang:kv_transfer_latency_ms_bucket{le="+Inf"} 1\n'
+        "sglang:kv_transfer_latency_ms_count 1\n"
+        "sglang:kv_transfer_latency_ms_sum 4200.0\n"
+    )
+    return TP1_OM.removesuffix(b"# EOF\n") + family.encode() + b"# EOF\n"
+
+
+async def test_an_exemplar_moves_into_the_new_unit_with_its_sample(campaign: Campaign) -> None:
+    """A ms histogram served in seconds: its exemplar is 4.2, not 4200 (s) beside le="5.0"."""
+    campaign.engine.metrics = body(exemplars(), OM_TYPE)
+    with campaign.phase():
+        async with await session() as client:
+            answers = await campaign.scrape(client)
+    for answer in answers:
+        buckets = answer.families["sglang:kvcache_transfer_time"].samples
+        (bucket,) = [b for b in buckets if b.labels.get("le") == "5.0"]
+        if answer.om:
+            assert bucket.exemplar is not None
+            assert bucket.exemplar.value == 4.2
+            assert bucket.exemplar.labels == {"trace_id": "hostile"}
 
 
 def server_info_cases(trap: Engine) -> dict[str, tuple[Handler, float, str | None]]:
