@@ -25,8 +25,31 @@ async def test_a_repeated_bad_family_is_logged_at_warning_once_then_at_debug(
             text = await (await client.get("/metrics")).text()
     dropped = [r for r in caplog.records if "dropped a family" in r.getMessage()]
     assert [r.levelno for r in dropped] == [logging.WARNING, logging.DEBUG, logging.DEBUG]
-    assert "metricbridge_exposition_problems_total 3.0" in text
+    assert 'metricbridge_exposition_problems_total{reason="malformed"} 3.0' in text
     assert "sglang:good 1" in text
+
+
+async def test_a_family_breaking_its_type_is_counted_by_reason_and_logged_once(
+    aiohttp_server, aiohttp_client, caplog
+) -> None:
+    """A negative counter is dropped, counted as negative_value, and logged at warning once for
+    its family and reason, though its value (and so the message) changes every fetch."""
+    upstream = FakeUpstream(body=b"")
+    server = await aiohttp_server(upstream.app())
+    client = await aiohttp_client(bridge_app(str(server.make_url("/metrics"))))
+    with caplog.at_level(logging.DEBUG, logger="metricbridge.bridge"):
+        for value in (1, 2, 3):
+            upstream.body = (
+                b"# TYPE sglang:good gauge\nsglang:good 1\n# TYPE sglang:bad_total counter\n"
+                + f'sglang:bad_total{{a="x"}} -{value}\n'.encode()
+            )
+            text = await (await client.get("/metrics")).text()
+    dropped = [r for r in caplog.records if "dropped a family" in r.getMessage()]
+    assert [r.levelno for r in dropped] == [logging.WARNING, logging.DEBUG, logging.DEBUG]
+    assert "sglang:bad_total is -3; it cannot be negative" in dropped[-1].getMessage()
+    assert 'metricbridge_exposition_problems_total{reason="negative_value"} 3.0' in text
+    assert "sglang:good 1" in text
+    assert "sglang:bad_total{" not in text
 
 
 async def test_untrusted_text_is_quoted_short_in_logs_and_contract(

@@ -32,9 +32,10 @@ class Accounting:
         self.metrics = metrics
         self.family_sample_limit = family_sample_limit
         self._status: dict[str, str] = {}  # upstream label -> failure reason, "" when up
-        # Per upstream (and "translation"), the problems the previous fetch logged: the same
-        # dropped family is logged at warning when it first appears, then at debug.
-        self._problems_seen: dict[str, frozenset[str]] = {}
+        # Per upstream (and "translation"), the problems the previous fetch logged (``_mark``):
+        # a family dropped for one reason is logged at warning when it first appears, then at
+        # debug.
+        self._problems_seen: dict[str, frozenset[tuple[str, str]]] = {}
         # Per upstream, the families the family sample limit dropped from its previous payload.
         self._over_limit: dict[str, frozenset[str]] = {}
 
@@ -57,7 +58,8 @@ class Accounting:
         exposition = read.exposition
         self.log_problems(upstream.label, f"upstream {upstream.label}", exposition.problems)
         metrics.upstream_duration.labels(upstream.label, "ok").observe(attempt.duration)
-        metrics.exposition_problems.inc(len(exposition.problems))
+        for problem in exposition.problems:
+            metrics.exposition_problems.labels(problem.reason).inc()
         metrics.upstream_up.labels(upstream.label).set(1)
         metrics.upstream_bytes.labels(upstream.label).set(read.size)
         self._note_state(upstream, "", "")
@@ -92,15 +94,17 @@ class Accounting:
         only the first ``_PROBLEMS_REMEMBERED`` are remembered, so a payload of a million bad
         families costs a bounded memory and, past that, one summary line.
         """
-        texts = [str(problem) for problem in problems[:_PROBLEMS_REMEMBERED]]
+        kept = problems[:_PROBLEMS_REMEMBERED]
+        # A family dropped for the same reason again is no news, whatever its line or value now.
+        marks = [_mark(problem) for problem in kept]
         seen = self._problems_seen.get(key, frozenset())
-        for text in texts:
-            level = logging.DEBUG if text in seen else logging.WARNING
-            log.log(level, "%s: dropped a family: %s", who, text)
+        for problem, mark in zip(kept, marks, strict=True):
+            level = logging.DEBUG if mark in seen else logging.WARNING
+            log.log(level, "%s: dropped a family: %s", who, problem)
         if len(problems) > _PROBLEMS_REMEMBERED:
             more = len(problems) - _PROBLEMS_REMEMBERED
             log.warning("%s: and %d more dropped families", who, more)
-        self._problems_seen[key] = frozenset(texts)
+        self._problems_seen[key] = frozenset(marks)
 
     def _note_state(self, upstream: Upstream, reason: str, detail: str) -> None:
         """Log changes of an upstream's state loudly and repeats quietly; ``reason`` "" is up.
@@ -166,3 +170,10 @@ class Accounting:
         for state, count in states.items():
             metrics.contract_rows.labels(state.value).set(count)
         metrics.warm_zero_series.set(translation.warm_zero_series)
+
+
+def _mark(problem: ExpositionError) -> tuple[str, str]:
+    """What makes a problem news: its family and reason, or its text when it has no family."""
+    if problem.family is None:
+        return ("", str(problem))
+    return (problem.family, problem.reason)

@@ -139,9 +139,12 @@ class SelfMetrics:
         )
         self.exposition_problems = Counter(
             "metricbridge_exposition_problems_total",
-            "Upstream families dropped because they could not be read (see the log for the line).",
+            "Upstream families dropped because they could not be read or broke their type's "
+            "rules, by reason (see the log for the line).",
+            ["reason"],
             registry=registry,
         )
+        self.exposition_problems.labels("malformed")  # shown at 0 from start-up
         self.translation_duration = Histogram(
             "metricbridge_translation_duration_seconds",
             "Time to read and translate one upstream fetch.",
