@@ -54,6 +54,7 @@ class SelfMetrics:
         registry = self._settled = MirroredRegistry(self.registry)
         self._zeroed_shown: set[str] = set()
         self._server_info_ok: bool | None = None
+        self._server_info_size: int | None = None  # body bytes of the last good poll
         self.generation = 0
         self._rendered: dict[tuple[Format, bool], bytes] = {}
         self.scrapes = ScrapeCounter(
@@ -111,6 +112,18 @@ class SelfMetrics:
             "metricbridge_family_sample_limit",
             "The most samples a family a rule reads may hold; a larger one is dropped "
             "(samples_dropped_total reason sample_limit). 0: no limit.",
+            registry=registry,
+        )
+        # The bounds those figures are held to, so a dashboard can show how close they come.
+        self.upstream_max_bytes = Gauge(
+            "metricbridge_upstream_max_bytes",
+            "The largest upstream body accepted (--upstream-max-bytes); a larger one fails "
+            "with reason oversize.",
+            registry=registry,
+        )
+        self.upstream_timeout = Gauge(
+            "metricbridge_upstream_timeout_seconds",
+            "The cap on one upstream fetch (--upstream-timeout).",
             registry=registry,
         )
         self.upstream_failures = Counter(
@@ -209,6 +222,16 @@ class SelfMetrics:
             ["reason"],
             registry=None,
         )
+        self._server_info_bytes = Gauge(
+            "metricbridge_server_info_response_bytes",
+            "Body size of the last successful /server_info poll (0 before one).",
+            registry=None,
+        )
+        self.server_info_max_bytes = Gauge(
+            "metricbridge_server_info_max_bytes",
+            "The largest /server_info body read; a larger one fails with reason too_large.",
+            registry=None,
+        )
         build = Gauge(
             "metricbridge_build_info",
             "Build information; the value is always 1.",
@@ -242,16 +265,25 @@ class SelfMetrics:
             self.reload_timestamp.set(at)
         self.changed()
 
-    def server_info_polled(self, *, ok: bool, reason: str = "") -> None:
-        """Record a /server_info poll; a poll that changes nothing keeps the cached render."""
+    def server_info_polled(self, *, ok: bool, reason: str = "", size: int | None = None) -> None:
+        """Record a /server_info poll; a poll that changes nothing keeps the cached render.
+
+        ``size``: the bytes of its body, when it succeeded.
+        """
         if not ok:
             self._server_info_failures.labels(reason).inc()
-        if ok is not self._server_info_ok or not ok:
+        resized = size is not None and size != self._server_info_size
+        if ok is not self._server_info_ok or not ok or resized:
             if self._server_info_ok is None:
-                self._settled.register(self.server_info_up)
-                self._settled.register(self._server_info_failures)
+                for metric in (self.server_info_up, self._server_info_failures):
+                    self._settled.register(metric)
+                for metric in (self._server_info_bytes, self.server_info_max_bytes):
+                    self._settled.register(metric)
             self._server_info_ok = ok
             self.server_info_up.set(1 if ok else 0)
+            if size is not None:
+                self._server_info_size = size
+                self._server_info_bytes.set(size)
             self.changed()
 
     def idle_state(self, state: IdleState, zeroed: tuple[str, ...], now: float) -> None:

@@ -358,6 +358,8 @@ def make_app(settings: ServiceSettings, config: Config) -> web.Application:
     metrics = SelfMetrics()
     metrics.config_loaded(ok=True, at=time.time())
     metrics.connections.cap = settings.max_connections
+    metrics.upstream_max_bytes.set(settings.fetch.max_bytes)
+    metrics.upstream_timeout.set(settings.fetch.timeout_cap)
     app[STATE] = ServiceState(settings, config, metrics, asyncio.Lock())
     app.cleanup_ctx.append(_bridge_ctx)
     app.router.add_get("/metrics", handle_metrics)
