@@ -324,3 +324,33 @@ def test_no_function_of_the_wire_code_remembers_answers() -> None:
         if hasattr(value, "cache_info") and getattr(value, "__module__", None) == name
     ]
     assert cached == []
+
+
+def test_bytes_never_read_over_the_budget_by_another_thread() -> None:
+    """The self-metrics read a cache's figures on the event loop while the worker thread puts:
+    ``bytes`` must be within the budget at every instant, not just between puts (it read
+    8,389,030 of 8,388,608 in the hostile campaign, with room made after the entry went in)."""
+    import sys  # noqa: PLC0415
+    import threading  # noqa: PLC0415
+
+    cache: ByteLRU[int, str] = ByteLRU("c", 64 * ENTRY_OVERHEAD)
+    seen: list[int] = []
+    done = threading.Event()
+
+    def read() -> None:
+        while not done.is_set():
+            seen.append(cache.bytes)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as CPython will
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        for key in range(200_000):
+            cache.put(key, "", 3 * ENTRY_OVERHEAD)  # every put past the first few evicts
+    finally:
+        done.set()
+        reader.join()
+        sys.setswitchinterval(interval)
+    assert len(seen) > 1000
+    assert max(seen) <= cache.budget

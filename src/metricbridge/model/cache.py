@@ -11,7 +11,8 @@ The estimate is ``len()`` of the strings and bytes an entry holds, which the cal
 (it knows what the value is made of), plus ``ENTRY_OVERHEAD`` for the objects around them. An
 entry bigger than the whole budget is not cached at all: it would only evict everything else.
 
-Not thread-safe: one owner, one thread (the service's event loop).
+Not thread-safe: one owner, one thread (the service's worker). Its figures (``bytes``,
+``entries`` and the counters) may be read from another thread at any time.
 """
 
 from __future__ import annotations
@@ -82,11 +83,14 @@ class ByteLRU(Generic[K, V]):
         size += ENTRY_OVERHEAD
         if size > self.budget:
             return
-        self.bytes += size
-        while self.bytes > self.budget:
+        # Room first, then the entry: the figures are read from another thread (the service's
+        # self-metrics, on the event loop, while its worker writes), and ``bytes`` must never
+        # show more than the budget, not even for the moment of an eviction.
+        while self.bytes + size > self.budget:
             _, (_, evicted) = data.popitem(last=False)
             self.bytes -= evicted
             self.evictions += 1
+        self.bytes += size
         data[key] = (value, size)
 
     def reset(self) -> None:
