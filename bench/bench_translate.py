@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from itertools import chain
 from pathlib import Path
 
 from payloads import FIXTURE, SHAPES, evolving_payloads
@@ -30,7 +31,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from metricbridge.config.load import load_config
 from metricbridge.exposition import reader as exposition_reader
-from metricbridge.exposition.byte_scan import shape_of
+from metricbridge.exposition.byte_scan import values_proven
 from metricbridge.exposition.caches import CodecCaches
 from metricbridge.exposition.reader import Exposition, read_exposition
 from metricbridge.exposition.writer import write_exposition
@@ -121,39 +122,41 @@ def scrape_series(repeat: int) -> dict[str, list[bytes]]:
     return series
 
 
-def verification_costs(
-    inputs: list[bytes], rules: CompiledRules, caches: CodecCaches
-) -> tuple[float, float]:
-    """Median seconds of the reader's two C passes over each input, replayed on their own.
+def verification_costs(inputs: list[bytes], rules: CompiledRules, caches: CodecCaches) -> float:
+    """Median seconds of the reader's proofs over each input, replayed on their own.
 
-    The shape pass (one translate of the whole payload) and the prefix counts (one
-    ``bytes.count`` per family and sample-name suffix, over the family's block), recorded while
-    the reader reads the input, then timed without the reader around them.
+    ``byte_scan.prove_block`` for every block, then the values of all of them, recorded while
+    the reader reads the input, then replayed with the same caches.
     """
-    original = exposition_reader.count_prefixes
-    replays: list[tuple[bytes, list[tuple[int, int, tuple[bytes, ...]]]]] = []
+    original = exposition_reader.prove_block
+    replays: dict[int, list[tuple[bytes, tuple[bytes, ...], Format]]] = {}
     for payload in inputs:
-        calls: list[tuple[int, int, tuple[bytes, ...]]] = []
+        calls: list[tuple[bytes, tuple[bytes, ...], Format]] = []
 
         def spy(
-            data: bytes, start: int, end: int, needles: tuple[bytes, ...], calls: list = calls
+            block: bytes,
+            needles: tuple[bytes, ...],
+            fmt: Format,
+            *rest: object,
+            calls: list = calls,
         ) -> int:
-            calls.append((start, end, needles))
-            return original(data, start, end, needles)
+            calls.append((block, needles, fmt))
+            return original(block, needles, fmt, *rest)
 
-        exposition_reader.count_prefixes = spy
+        exposition_reader.prove_block = spy
         try:
             read_exposition(payload, Format.TEXT, rules.validation, caches=caches)
         finally:
-            exposition_reader.count_prefixes = original
-        replays.append((payload, calls))
+            exposition_reader.prove_block = original
+        replays[id(payload)] = calls
 
-    def counts(payload: bytes) -> int:
-        calls = next(recorded for data, recorded in replays if data is payload)
-        return sum(payload.count(n, start - 1, end) for start, end, ns in calls for n in ns)
+    def proofs(payload: bytes) -> bool:
+        values: list[list[bytes]] = []
+        for block, needles, fmt in replays[id(payload)]:
+            original(block, needles, fmt, caches, values)
+        return values_proven(chain.from_iterable(values), caches)
 
-    shape, count = interleaved_medians([shape_of, counts], inputs)
-    return shape, count
+    return median_seconds(proofs, inputs)
 
 
 def stage_costs(
@@ -239,14 +242,13 @@ def main() -> None:
         inputs = series[name]
         base = median_seconds(SplitJoin(), inputs)
         caches = CodecCaches(budgets)
-        shape, counts = verification_costs(inputs, rules, caches)
         reading, translating, writing = stage_costs(inputs, rules, caches)
-        floor = shape + counts
+        floor = verification_costs(inputs, rules, caches)
         rest = reading + translating + writing - floor
         print(
             f"{name:>20}: read {reading / base:.2f}x, translate {translating / base:.2f}x, "
-            f"write {writing / base:.2f}x\n{'':>22}verification {floor / base:.2f}x (shape pass "
-            f"{shape / base:.2f}x, prefix counts {counts / base:.2f}x); everything else "
+            f"write {writing / base:.2f}x\n{'':>22}verification {floor / base:.2f}x (split, "
+            f"heads and values proven); everything else "
             f"{rest * 1e3:.2f} ms = {rest / base:.2f}x, the ratio if verification were free"
         )
     big = series[list(SHAPES)[-1]][0]

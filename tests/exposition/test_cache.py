@@ -101,8 +101,8 @@ def test_a_zero_budget_caches_nothing_and_a_negative_one_is_refused() -> None:
 def test_codec_caches_have_budgets_of_a_few_tens_of_mib_at_most() -> None:
     caches = CodecCaches()
     assert [cache.name for cache in caches] == list(DEFAULT_BUDGETS)
-    assert caches.budget == sum(DEFAULT_BUDGETS.values()) <= 40 * MiB
-    assert CodecCaches({"proven_shapes": 0}).proven_shapes.budget == 0
+    assert caches.budget == sum(DEFAULT_BUDGETS.values()) <= 64 * MiB
+    assert CodecCaches({"proven_heads": 0}).proven_heads.budget == 0
     with pytest.raises(ValueError, match="no cache named"):
         CodecCaches({"nonsense": 1})
 
@@ -132,7 +132,7 @@ def test_every_real_fixture_stays_cached(rules: CompiledRules) -> None:
     for cache in caches:
         assert cache.evictions == 0, cache
     assert caches.read_headers.hits > 0
-    assert caches.proven_shapes.hits > 0
+    assert caches.proven_heads.hits > 0
     assert caches.written_headers.hits > 0
 
 

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from helpers.paths import OM_FIXTURES, TEXT_FIXTURES
 from helpers.strategies import expositions, junk, mutate, render
 from metricbridge.errors import ExpositionError
+from metricbridge.exposition import byte_scan
 from metricbridge.exposition import reader as exposition_reader
 from metricbridge.exposition.caches import CodecCaches
 from metricbridge.exposition.family_parse import parse_family
@@ -91,7 +92,7 @@ def test_tricky_blocks_read_alike_with_and_without_caches(block: bytes, verify: 
 def test_a_family_taken_in_one_step_ends_where_the_uncached_read_ends_it(after: bytes) -> None:
     payload = b'# HELP g G.\n# TYPE g gauge\ng{a="1"} 1\n' + after + b'g{a="2"} 2\n'
     caches = CodecCaches()
-    single = exposition_reader._Reader(payload, Format.TEXT, Verify.STRUCTURE, batch=False).run()
+    single = exposition_reader._Reader(payload, Format.TEXT, Verify.STRUCTURE).run()
     for _ in range(2):
         batch = exposition_reader._Reader(payload, Format.TEXT, Verify.STRUCTURE, caches=caches)
         assert _summary(batch.run()) == _summary(single)
@@ -99,23 +100,24 @@ def test_a_family_taken_in_one_step_ends_where_the_uncached_read_ends_it(after: 
 
 
 @pytest.mark.parametrize("fixture", TEXT_FIXTURES, ids=lambda p: p.name)
-def test_real_fixtures_are_proven_in_one_batch_from_the_cache(
+def test_real_fixtures_are_proven_from_the_cache(
     fixture: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The warm read of a fixture takes every header pair and its shape from the cache."""
-
-    def no_reread(*_: object) -> int:
-        raise AssertionError("the batch shape test failed: the payload was read again")
-
-    monkeypatch.setattr(exposition_reader, "vouch", no_reread)
+    """The warm read of a fixture takes every header pair and every block's heads from the cache."""
     payload = fixture.read_bytes()  # type: ignore[attr-defined]
     caches = CodecCaches()
+    read_exposition(payload, Format.TEXT, caches=caches)
+
+    def no_recheck(*_: object) -> None:
+        raise AssertionError("a block's heads were checked again, not taken from the cache")
+
+    monkeypatch.setattr(byte_scan, "heads_proven", no_recheck)
     for _ in range(2):
         exposition = read_exposition(payload, Format.TEXT, caches=caches)
         assert not exposition.problems
         assert write_exposition(exposition.families, Format.TEXT, caches=caches) == payload
     assert caches.read_headers.hits > 0
-    assert caches.proven_shapes.hits == 1
+    assert caches.proven_heads.hits > 0
 
 
 @pytest.mark.parametrize("fixture", TEXT_FIXTURES + OM_FIXTURES, ids=lambda p: p.name)

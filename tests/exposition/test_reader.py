@@ -13,8 +13,10 @@ from prometheus_client.parser import text_fd_to_metric_families
 
 from helpers.paths import FIXTURES
 from metricbridge.errors import ExpositionError
+from metricbridge.exposition import byte_scan
 from metricbridge.exposition import reader as exposition_reader
-from metricbridge.exposition.byte_scan import shapes_match
+from metricbridge.exposition.byte_scan import prove_block
+from metricbridge.exposition.caches import CodecCaches
 from metricbridge.exposition.family_parse import parse_family
 from metricbridge.exposition.reader import read_exposition
 from metricbridge.exposition.writer import write_exposition, write_pieces
@@ -116,19 +118,12 @@ def test_unusable_payload_raises_precise_error(payload: bytes, fmt: Format, mess
 
 # Faults inside a sample line that the fast path does not look for (see exposition_reader's
 # docstring); with validation: structure these lines are served as the upstream wrote them.
-TRUSTED_IN_STRUCTURE = {"non_numeric_value"}
-
-
-def _verify_modes(case_id: str) -> list[Verify]:
-    return [Verify.FULL] if case_id in TRUSTED_IN_STRUCTURE else list(Verify)
-
-
 @pytest.mark.parametrize(
     ("bad", "message", "verify"),
     [
         pytest.param(*case.values, verify, id=f"{case.id}-{verify}")
         for case in PER_FAMILY
-        for verify in _verify_modes(str(case.id))
+        for verify in Verify
     ],
 )
 def test_bad_family_is_dropped_and_the_rest_kept(bad: bytes, message: str, verify: Verify) -> None:
@@ -300,17 +295,6 @@ def test_lax_go_values_are_normalised() -> None:
     assert b'g{a="2"} NaN\n' in out
 
 
-@pytest.mark.parametrize("case", ["non_numeric_value"])
-def test_structure_mode_trusts_line_syntax_inside_vouched_blocks(case: str) -> None:
-    """Documented trade-off: structure mode copies such lines; full mode rejects them."""
-    (param,) = [p for p in PER_FAMILY if p.id == case]
-    bad = param.values[0]
-    structure = read_exposition(bad, Format.TEXT, Verify.STRUCTURE)
-    assert not structure.problems
-    assert write_exposition(structure.families, Format.TEXT).endswith(bad.split(b"\n", 1)[1])
-    assert read_exposition(bad, Format.TEXT, Verify.FULL).problems
-
-
 def test_family_split_by_a_comment_mixes_vouched_and_parsed_blocks() -> None:
     """A vouched block, a comment, then a line the fast path refuses: all samples kept, in order."""
     payload = (
@@ -325,7 +309,7 @@ def test_family_split_by_a_comment_mixes_vouched_and_parsed_blocks() -> None:
 
 
 def test_an_undefined_escape_in_an_openmetrics_help_line_is_kept_as_written() -> None:
-    r"""OpenMetrics allows ``BS normal-char``: ``\q`` is a backslash and a q, as in Prometheus."""
+    """OpenMetrics' ABNF allows ``BS normal-char``: ``\\q`` is a backslash and a q, as in Prometheus."""
     payload = b"# HELP g odd \\q escape\n# TYPE g gauge\ng 1\n# TYPE h gauge\nh 2\n# EOF\n"
     exposition = read_exposition(payload, Format.OPENMETRICS)
     assert exposition.problems == []
@@ -400,20 +384,24 @@ def test_escaped_looking_family_after_its_sibling_stays_separate() -> None:
 
 
 @pytest.mark.parametrize("fixture", sorted(FIXTURES.glob("*.prom")), ids=lambda p: p.name)
-def test_real_fixtures_are_proven_in_one_batch(
+def test_real_fixtures_are_proven_from_the_cache_on_the_second_read(
     fixture: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """SGLang's output passes the one-pass shape test: the block-by-block re-read never runs."""
-
-    def no_reread(*_: object) -> int:
-        raise AssertionError("the batch shape test failed: the payload was read again")
-
-    monkeypatch.setattr(exposition_reader, "vouch", no_reread)
+    """SGLang's label sets are proven once: the next read compares them, never re-checks them."""
     payload = fixture.read_bytes()  # type: ignore[attr-defined]
-    for _ in range(2):  # the second read takes the cached-header path
-        exposition = read_exposition(payload, Format.TEXT)
-        assert not exposition.problems
+    caches = CodecCaches()
+    first = read_exposition(payload, Format.TEXT, caches=caches)
+    assert not first.problems
+
+    def no_recheck(*_: object) -> bool:
+        raise AssertionError("a block's heads were checked again, not taken from the cache")
+
+    monkeypatch.setattr(byte_scan, "heads_proven", no_recheck)
+    for _ in range(2):  # the second read also takes the cached-header path
+        exposition = read_exposition(payload, Format.TEXT, caches=caches)
+        assert exposition.families == first.families
         assert write_exposition(exposition.families, Format.TEXT) == payload
+    assert caches.proven_heads.hits > 0
 
 
 TRICKY_BLOCKS = [
@@ -427,28 +415,36 @@ TRICKY_BLOCKS = [
 
 
 @pytest.mark.parametrize("block", TRICKY_BLOCKS)
-def test_batch_read_agrees_with_the_block_by_block_read(block: bytes) -> None:
-    """Whatever the one-pass shape test refuses, the re-read settles exactly as before."""
+def test_what_the_fast_path_refuses_is_settled_as_full_validation_settles_it(block: bytes) -> None:
+    """A block the fast path cannot prove is parsed: the result is full validation's."""
     head = b"# HELP h Before.\n# TYPE h gauge\n" + b'h{b="1"} 1\n'
     payload = head + b"# HELP g G.\n# TYPE g gauge\n" + block + b'# TYPE z gauge\nz{c="1"} 3\n'
-    batch = exposition_reader._Reader(payload, Format.TEXT, Verify.STRUCTURE).run()
-    single = exposition_reader._Reader(payload, Format.TEXT, Verify.STRUCTURE, batch=False).run()
-    assert batch.families == single.families
-    assert [str(p) for p in batch.problems] == [str(p) for p in single.problems]
-    by_name = {f.name: f for f in batch.families}
+    fast = read_exposition(payload, Format.TEXT, Verify.STRUCTURE)
+    full = read_exposition(payload, Format.TEXT, Verify.FULL)
+    assert [parse_family(f) for f in fast.families] == full.families
+    assert [str(p) for p in fast.problems] == [str(p) for p in full.problems]
+    by_name = {f.name: f for f in fast.families}
     assert isinstance(by_name["h"], RawFamily)
     assert isinstance(by_name["z"], RawFamily)
 
 
-def test_shapes_match_refuses_a_block_whose_line_count_is_short() -> None:
-    """A block claiming fewer lines than it has cannot line up with the payload's shape."""
-    payload = b'# TYPE g gauge\ng{a="1"} 1\ng{a="2"} 2\n# TYPE z gauge\nz{b="1"} 1\n'
-    start = payload.index(b"g{")
-    end = payload.index(b"# TYPE z")
-    z_start = payload.index(b"z{")
-    assert shapes_match(payload, [(start, end, 2), (z_start, len(payload), 1)])
-    assert not shapes_match(payload, [(start, end, 1), (z_start, len(payload), 1)])
-    assert not shapes_match(payload, [(start, end, 3), (z_start, len(payload), 1)])
+@pytest.mark.parametrize(
+    "block",
+    [
+        pytest.param(b'g{a="1"} 1 \ng{a="2"} 2\n', id="trailing_space"),
+        pytest.param(b'g{a="1"} 1\n\ng{a="2"} 2\n', id="blank_line"),
+        pytest.param(b'g{a="1"} 1 5\ng{a="2"} 2\n', id="timestamp"),
+        pytest.param(b'g{a="1"}\n1 g{a="2"} 2\n', id="newline_moved"),
+        pytest.param(b'g{a="1"} 1\ng{a="2"}  2\n', id="two_spaces"),
+        pytest.param(b'g{a="1"} \n', id="no_value"),
+    ],
+)
+def test_prove_block_refuses_lines_that_are_not_head_space_value(block: bytes) -> None:
+    """Pieces out of place after the split never pass, even against heads proven before."""
+    needles = (b"\ng{",)
+    caches = CodecCaches()
+    assert prove_block(b'g{a="1"} 1\ng{a="2"} 2\n', needles, Format.TEXT, caches) == 2
+    assert prove_block(block, needles, Format.TEXT, caches) == -1
 
 
 @pytest.mark.parametrize(
@@ -466,11 +462,14 @@ def test_a_family_taken_in_one_step_ends_exactly_where_the_general_path_ends_it(
 ) -> None:
     """The one-step path (cached header pair) closes a family only before another's header."""
     payload = b'# HELP g G.\n# TYPE g gauge\ng{a="1"} 1\n' + after + b'g{a="2"} 2\n'
-    single = exposition_reader._Reader(payload, Format.TEXT, Verify.STRUCTURE, batch=False).run()
+    single = exposition_reader._Reader(payload, Format.TEXT, Verify.STRUCTURE).run()
+    caches = CodecCaches()
     for _ in range(2):  # the second read finds the header pair cached
-        batch = exposition_reader._Reader(payload, Format.TEXT, Verify.STRUCTURE).run()
-        assert batch.families == single.families
-        assert [str(p) for p in batch.problems] == [str(p) for p in single.problems]
+        cached = exposition_reader._Reader(payload, Format.TEXT, Verify.STRUCTURE, caches=caches)
+        exposition = cached.run()
+        assert exposition.families == single.families
+        assert [str(p) for p in exposition.problems] == [str(p) for p in single.problems]
+    assert caches.read_headers.hits > 0
 
 
 @pytest.mark.parametrize("size", [1, 7, 4096, 1 << 20])

@@ -53,9 +53,9 @@ async def test_every_cache_is_served_with_its_figures(aiohttp_server, aiohttp_cl
     for cache, budget in DEFAULT_BUDGETS.items():
         assert served["metricbridge_cache_budget_bytes", cache] == budget
         assert served["metricbridge_cache_bytes", cache] <= budget
-    # The second fetch found the first one's header pairs and shapes: tp1 is the same bytes.
+    # The second fetch found the first one's header pairs and heads: tp1 is the same bytes.
     assert served["metricbridge_cache_hits_total", "read_headers"] > 0
-    assert served["metricbridge_cache_hits_total", "proven_shapes"] > 0
+    assert served["metricbridge_cache_hits_total", "proven_heads"] > 0
     assert served["metricbridge_cache_entries", "read_headers"] > 0
     # ... and the layout's scrape plan: the second translation reused the first one's.
     assert served["metricbridge_cache_hits_total", "translation_plans"] > 0

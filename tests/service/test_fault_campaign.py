@@ -133,8 +133,8 @@ def assert_no_repeated_series(text: str, families: dict[str, Any]) -> None:
     assert not repeated, repeated[:5]
 
 
-async def scrape(client: Any, *, openmetrics: bool, check_repeats: bool = True) -> Scrape:
-    """GET /metrics as Prometheus would; parse with the oracle for the served format."""
+async def scrape(client: Any, *, openmetrics: bool) -> Scrape:
+    """GET /metrics as Prometheus would; parse with the oracle; no series may repeat."""
     headers = {
         "Accept": OM_ACCEPT if openmetrics else TEXT_ACCEPT,
         "Accept-Encoding": "identity" if openmetrics else "gzip",
@@ -150,8 +150,7 @@ async def scrape(client: Any, *, openmetrics: bool, check_repeats: bool = True) 
         assert response.headers["Content-Type"].startswith("text/plain; version=0.0.4")
         assert response.headers.get("Content-Encoding") == "gzip"
         families = {f.name: f for f in parse_text(text)}
-    if check_repeats:
-        assert_no_repeated_series(text, families)
+    assert_no_repeated_series(text, families)
     return Scrape("om" if openmetrics else "text", text, families)
 
 
@@ -175,7 +174,6 @@ class Step:
     fault: Fault | None  # None: refuse connections
     reason: str | None = None
     checks: tuple[Check, ...] = ()
-    repeats_allowed: bool = False  # see test_full_validation_drops_duplicate_series
     requests_per_fetch: int = 1
 
 
@@ -283,7 +281,7 @@ def campaign() -> list[Step]:
         *flapping,
         Step("engine-restart", respond(scaled(0.001)), checks=(*healthy, no_rate_after_gap)),
         Step("after-restart", respond(scaled(0.002)), checks=(*healthy, hit_rate_is(TP1_HIT_RATE))),
-        Step("duplicate-series", respond(DUPLICATED), checks=(*healthy,), repeats_allowed=True),
+        Step("duplicate-series", respond(DUPLICATED), checks=(*healthy,)),
         Step("final", respond(scaled(5.0)), checks=(*healthy,)),
     ]  # fmt: skip
 
@@ -325,9 +323,7 @@ async def run_step(client: Any, upstream: FaultUpstream, step: Step, walk: Walk)
             await upstream.listen()
         upstream.fault = step.fault
     for openmetrics in (False, True):
-        result = await scrape(
-            client, openmetrics=openmetrics, check_repeats=not step.repeats_allowed
-        )
+        result = await scrape(client, openmetrics=openmetrics)
         where = f"step {step.name!r} ({result.fmt})"
         failures = result.failures()
         before = walk.previous.failures() if walk.previous else Counter()
@@ -419,34 +415,24 @@ async def test_oversize_body_is_refused_without_buffering_past_the_cap(upstream,
     assert peak < DEFAULT_CAP + (4 << 20), f"peak {peak:,} bytes for a {DEFAULT_CAP:,}-byte cap"
 
 
-# --- duplicate series: a documented trade-off in structure mode, a bug in full mode -------
+# --- duplicate series: dropped and counted in both validation modes ----------------------
 
 
-async def test_structure_validation_trusts_series_uniqueness(upstream, aiohttp_client):
-    """Documented trade-off (exposition_reader docstring): a repeated series inside a vouched-for
-    block is copied through; the text oracle still parses the response.
-
-    prometheus_client, which writes SGLang's /metrics, cannot repeat a series (children are
-    keyed by label values, and multiprocess mode merges by them); Prometheus 2.42 scraping such
-    a target stays up and silently keeps the first sample. Checking every line costs as much
-    as the translation itself (bench/bench_duplicate_check.py), so structure mode does not.
-    """
+@pytest.mark.parametrize("full", [False, True], ids=["structure", "full"])
+async def test_duplicate_series_are_dropped_in_either_validation(
+    upstream, aiohttp_client, tmp_path, full
+):
+    """A repeated upstream series is dropped and counted, never served, whichever the mode."""
     upstream.fault = respond(DUPLICATED)
-    client = await aiohttp_client(bridge_app(upstream.url, timeout=TIMEOUT))
-    result = await scrape(client, openmetrics=False, check_repeats=False)
-    assert result.up() == [1.0]
-    lines = [line for line in result.text.split("\n") if line.startswith("sglang:gen_throughput{")]
-    assert len(lines) == 2
-    assert lines[0] == lines[1]
-
-
-async def test_full_validation_drops_duplicate_series(upstream, aiohttp_client, tmp_path):
-    """With ``validation: full`` a repeated upstream series is dropped and counted, never served."""
-    upstream.fault = respond(DUPLICATED)
-    config = full_validation_config(tmp_path)
+    config = full_validation_config(tmp_path) if full else None
     client = await aiohttp_client(bridge_app(upstream.url, timeout=TIMEOUT, config=config))
     for openmetrics in (False, True):
-        await scrape(client, openmetrics=openmetrics)
+        result = await scrape(client, openmetrics=openmetrics)
+        assert result.up() == [1.0]
+        lines = [
+            line for line in result.text.split("\n") if line.startswith("sglang:gen_throughput{")
+        ]
+        assert len(lines) == 1
 
 
 # --- further bugs found by the campaign ---------------------------------------------------

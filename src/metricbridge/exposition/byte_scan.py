@@ -1,90 +1,173 @@
-"""C-speed scans over exposition bytes: where comments are, and which blocks can be vouched for.
+"""C-speed proofs over exposition bytes: where comments are, which blocks can be served unparsed.
 
-The scans are one part of the reader's fast path; what they prove, and what the other parts
+The proofs are one part of the reader's fast path; what they prove, and what the other parts
 must add for a block to be served unparsed, is the invariant in ``exposition.reader``.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
 from metricbridge.exposition.caches import CodecCaches
+from metricbridge.model.family import Format
+from metricbridge.model.numbers import VALUE_SHAPE, canonical_shape
 
-_ALL_BUT_SHAPE = bytes(b for b in range(256) if b not in b'",} \n')
-_ALL_BUT_SHAPE_AND_HASH = bytes(b for b in range(256) if b not in b'#",} \n')
-_ALL_BUT_PLAIN = bytes(b for b in range(256) if b not in b"#} \n")
-_LABELLED_LINE = b"} \n"
+_LABEL_NAME = re.compile(rb"[a-zA-Z_][a-zA-Z0-9_]*")
+# Per head held by ``proven_heads``, beyond its len(): the bytes object and its list slot; and
+# per skeleton, its tuple, pieces and the two dict slots that hold it.
+HEAD_OVERHEAD = 48
+SKELETON_OVERHEAD = 400
+
+Skeleton = tuple[bytes, ...]
+Series = tuple[bytes, frozenset[bytes]]
 
 
-def vouch(payload: bytes, block: bytes, start: int, end: int, needles: tuple[bytes, ...]) -> int:
-    """The block's line count if every line is a labelled sample of the family, else -1.
+@dataclass(slots=True)
+class ProvenHeads:
+    """A block's heads as proven, and the skeletons (``heads_proven``) they were proven with."""
 
-    ``block`` is ``payload[start:end]`` and starts a line (``start > 0``); ``needles`` are the
-    family's newline + sample name + ``{`` prefixes. Deleting every byte but quotes, commas,
-    '}', spaces and newlines leaves, quotes and commas aside, ``}``, space, newline per line when
-    each line closes its label set once, right before its only space (so no timestamp,
-    exemplar, or brace or space in a label value), and ends; ``,}`` would be a trailing comma,
-    which OpenMetrics does not allow. The needle counts then prove every line starts with one
-    of the family's own sample names. Why this is enough: the invariant in
+    heads: list[bytes]
+    skeletons: dict[Skeleton, Series]  # each valid skeleton -> its name and label names
+
+    def size(self) -> int:
+        """The len() of what it holds, with overheads, for the cache's estimate."""
+        pieces = sum(len(piece) for skeleton in self.skeletons for piece in skeleton)
+        heads = sum(map(len, self.heads)) + HEAD_OVERHEAD * len(self.heads)
+        return heads + pieces + SKELETON_OVERHEAD * len(self.skeletons)
+
+
+def prove_block(
+    block: bytes,
+    needles: tuple[bytes, ...],
+    fmt: Format,
+    caches: CodecCaches | None,
+    values: list[list[bytes]] | None = None,
+) -> int:
+    """The block's line count if it can be served as it is, else -1 (the exact path decides).
+
+    ``block`` starts a line and ends with a newline; ``needles`` are the family's newline +
+    sample name + ``{`` prefixes (``family_names.fast_needles``). Putting a space before every
+    newline and splitting at spaces gives each line's head (its name and label set, the newline
+    before it included) and its value, alternately, in two C calls: exactly so when every line
+    is ``HEAD VALUE``, and with some piece out of place otherwise. The values are proven in
+    bulk (``values_proven``), or, given ``values``, appended to it for the caller to prove
+    with every other block's (one set of C calls per payload, not per block); the heads are
+    either those proven for this block before
+    (``caches.proven_heads``: one list comparison, in C) or are proven now (``heads_proven``),
+    only the new ones one by one when some are known. Why this is enough: the invariant in
     ``exposition.reader``'s docstring.
     """
-    if not needles:
+    if not needles or not block.startswith(tuple(needle[1:] for needle in needles)):
+        return -1  # not even the first line is one of the family's labelled samples
+    parts = block.replace(b"\n", b" \n").split(b" ")
+    lines = len(parts) // 2
+    if lines == 0 or len(parts) != 2 * lines + 1 or parts[-1] != b"\n":
         return -1
-    shape = block.translate(None, _ALL_BUT_SHAPE)
-    plain = shape.translate(None, b'",')
-    lines = len(plain) // 3
-    if plain != _LABELLED_LINE * lines or b",}" in shape:
+    if values is None and not values_proven(parts[1::2], caches):
         return -1
-    if count_prefixes(payload, start, end, needles) != lines:
-        return -1
+    heads = parts[0:-1:2]
+    cache = caches.proven_heads if caches is not None else None
+    key = (fmt, needles, heads[0])
+    known = cache.get(key) if cache is not None else None
+    if known is None or known.heads != heads:
+        proven = heads_proven(heads, needles, known)
+        if proven is None and known is not None:
+            # A skeleton only the old heads had may have clashed: judge as if seen first.
+            proven = heads_proven(heads, needles)
+        if proven is None:
+            return -1
+        if cache is not None:
+            cache.put(key, proven, proven.size())
+    if values is not None:
+        values.append(parts[1::2])
     return lines
 
 
-def count_prefixes(payload: bytes, start: int, end: int, needles: tuple[bytes, ...]) -> int:
-    """How many lines of ``payload[start:end]`` start with one of ``needles`` (see ``vouch``)."""
-    count = 0
-    for needle in needles:
-        count += payload.count(needle, start - 1, end)
-    return count
+def values_proven(values: Iterable[bytes], caches: CodecCaches | None) -> bool:
+    """Whether every value is a number both wire formats and every reader accept as written.
 
-
-def shapes_match(
-    payload: bytes, blocks: list[tuple[int, int, int]], *, caches: CodecCaches | None = None
-) -> bool:
-    """Whether every ``(start, end, lines)`` block passes ``vouch``'s shape test, in one pass.
-
-    ``lines`` is the block's needle count (``count_prefixes``). One translation of the whole
-    payload replaces one per block: the blocks' expected shape, with the shape of the bytes
-    between them, must equal the payload's. Every region after a block starts with a comment
-    line, so it starts with '#' and a block holds none (the '#' counts agree): the regions line
-    up one by one, each block has exactly ``lines`` lines, all of them starting with a needle.
-    A trailing comma anywhere, even in a HELP text, sends the caller to the per-block test.
-    Why this is enough: the invariant in ``exposition.reader``'s docstring.
-
-    With ``caches``, a shape proven before for the same expected shape needs no second look:
-    values hold none of the shape's characters, so an engine serving the same series yields
-    the same shape every scrape (``caches.proven_shapes``: about 1/8 of a payload each).
+    One join, one ``translate`` and one split of the values alone (a thirtieth of the block)
+    give their distinct shapes (``model.numbers.VALUE_SHAPE``): a few dozen for an engine's
+    thousands of values, each judged once (``canonical_shape``) and remembered
+    (``caches.proven_values``).
     """
-    shape = shape_of(payload)
-    parts: list[bytes] = []
-    previous = 0
-    for start, end, lines in blocks:
-        parts.append(payload[previous:start].translate(None, _ALL_BUT_PLAIN))
-        parts.append(_LABELLED_LINE * lines)
-        previous = end
-    parts.append(payload[previous:].translate(None, _ALL_BUT_PLAIN))
-    expected = b"".join(parts)
-    proven = caches.proven_shapes if caches is not None else None
-    if proven is not None and proven.get(shape) == expected:  # a hash and a memcmp
-        return True
-    if b",}" in shape or shape.translate(None, b'",') != expected:
-        return False
-    if proven is not None:
-        proven.put(shape, expected, len(shape) + len(expected))
+    shapes = set(b" ".join(values).translate(VALUE_SHAPE).split(b" "))
+    cache = caches.proven_values if caches is not None else None
+    for shape in shapes:
+        if cache is not None and cache.get(shape) is not None:
+            continue
+        if not canonical_shape(shape):
+            return False
+        if cache is not None:
+            cache.put(shape, True, len(shape))  # noqa: FBT003 - the value: "proven"
     return True
 
 
-def shape_of(payload: bytes) -> bytes:
-    """The payload with every byte but ``#",} `` and newline deleted: one C pass."""
-    return payload.translate(None, _ALL_BUT_SHAPE_AND_HASH)
+def heads_proven(
+    heads: list[bytes], needles: tuple[bytes, ...], before: ProvenHeads | None = None
+) -> ProvenHeads | None:
+    """The heads as proven if they are labelled samples of the family, each series once.
+
+    ``heads[0]`` is the first line's head; every other starts with the newline before it, and
+    none holds a space or another newline (the split in ``prove_block`` made them so). Split at
+    its quotes, a head alternates between its skeleton (name, ``{``, label names with ``=``,
+    commas, ``}``) and its label values; values hold no quote, and no backslash or NUL in a
+    payload the fast path reads. Heads of one sample name nearly always share one skeleton, so
+    each distinct skeleton is checked once (``_skeleton_series``). A series repeats exactly when
+    two heads are equal bytes, or when two skeletons order the same label names differently
+    (then the exact path decides). ``before``, the same block's heads proven earlier (same
+    first head), spares the heads it holds: only new ones are split.
+    """
+    if heads[0][:1] == b"\n":
+        return None
+    first = b"\n" + heads[0]
+    rest = heads[1:]
+    distinct = set(rest)
+    if len(distinct) != len(rest) or first in distinct:
+        return None
+    if before is None:
+        skeletons: dict[Skeleton, Series] = {}
+        fresh: set[bytes] | list[bytes] = [first, *rest]
+    else:
+        skeletons = dict(before.skeletons)
+        known = len(before.heads)
+        # prometheus_client appends a new series after the others: then only the tail is new.
+        grown = len(heads) > known and heads[:known] == before.heads
+        fresh = heads[known:] if grown else distinct.difference(before.heads)
+    series = {named: skeleton for skeleton, named in skeletons.items()}
+    for head in fresh:
+        pieces = head.split(b'"')
+        if not len(pieces) & 1:  # an odd number of quotes: one is not a value's
+            return None
+        skeleton = tuple(pieces[0::2])
+        if skeleton in skeletons:
+            continue
+        named = _skeleton_series(skeleton, needles)
+        # The same label names in another order name the same series: the exact path judges.
+        if named is None or series.setdefault(named, skeleton) != skeleton:
+            return None
+        skeletons[skeleton] = named
+    return ProvenHeads(heads, skeletons)
+
+
+def _skeleton_series(skeleton: Skeleton, needles: tuple[bytes, ...]) -> Series | None:
+    r"""``(b"\nNAME{a=", b",b=", b"}")`` -> (NAME, {a, b}): a needle, then labels named once."""
+    if len(skeleton) < 2:  # a head without quotes: no labels, or none quoted
+        return None
+    opening, *middle, closing = skeleton
+    if closing != b"}" or not opening.startswith(needles) or not opening.endswith(b"="):
+        return None
+    brace = opening.index(b"{")
+    names = [opening[brace + 1 : -1]]
+    for piece in middle:
+        if piece[:1] != b"," or piece[-1:] != b"=":
+            return None
+        names.append(piece[1:-1])
+    if not all(_LABEL_NAME.fullmatch(name) for name in names) or len(set(names)) != len(names):
+        return None
+    return opening[1:brace], frozenset(names)
 
 
 def needs_exact_parser(block: bytes) -> bool:

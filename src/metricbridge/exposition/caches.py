@@ -36,7 +36,8 @@ MiB = 1 << 20
 DEFAULT_BUDGETS: Mapping[str, int] = MappingProxyType(
     {
         "read_headers": 2 * MiB,  # exposition.reader: header pairs seen before
-        "proven_shapes": 8 * MiB,  # exposition.byte_scan.shapes_match: line shapes already proven
+        "proven_heads": 24 * MiB,  # exposition.byte_scan.prove_block: label sets already proven
+        "proven_values": MiB // 4,  # exposition.byte_scan.values_proven: value shapes proven
         "last_parse": 4 * MiB,  # exposition.family_parse: each family's lines as parsed last time
         "read_label_sets": 8 * MiB,  # exposition.sample_line: label sets split into pairs
         "written_headers": 2 * MiB,  # exposition.writer: HELP/TYPE lines as written
@@ -89,7 +90,8 @@ class CodecCaches:
 
     __slots__ = (
         "last_parse",
-        "proven_shapes",
+        "proven_heads",
+        "proven_values",
         "read_headers",
         "read_label_sets",
         "served_names",
@@ -107,9 +109,11 @@ class CodecCaches:
         self.read_headers: ByteLRU[tuple[Format, bytes], KnownHeader] = ByteLRU(
             "read_headers", chosen["read_headers"]
         )
-        self.proven_shapes: ByteLRU[bytes, bytes] = ByteLRU(
-            "proven_shapes", chosen["proven_shapes"]
+        # Keyed by format, needles and first head: a block's heads (byte_scan.ProvenHeads).
+        self.proven_heads: ByteLRU[tuple[Format, tuple[bytes, ...], bytes], Any] = ByteLRU(
+            "proven_heads", chosen["proven_heads"]
         )
+        self.proven_values: ByteLRU[bytes, bool] = ByteLRU("proven_values", chosen["proven_values"])
         self.last_parse: ByteLRU[tuple[str, Format], dict[str, Sample]] = ByteLRU(
             "last_parse", chosen["last_parse"]
         )
@@ -134,7 +138,8 @@ class CodecCaches:
     def __iter__(self) -> Iterator[ByteLRU[Any, Any]]:
         """Every cache, in a fixed order."""
         yield self.read_headers
-        yield self.proven_shapes
+        yield self.proven_heads
+        yield self.proven_values
         yield self.last_parse
         yield self.read_label_sets
         yield self.written_headers

@@ -2,67 +2,80 @@ r"""Split an exposition into families, vouching for untouched bytes without pars
 
 The hot path rests on one observation: almost every family the engine serves passes through
 the bridge unchanged, and prometheus_client writes each family as ``# HELP``, ``# TYPE``, then
-lines that all start with the family's own sample names. So the reader finds the comment lines
-(a few per family, located with ``bytes.find``), and proves each block of sample lines belongs
-to its family by counting line prefixes with ``bytes.count``, both in C. A block it vouches for
-is kept as a view of those bytes (``RawFamily``) and served as it came; anything else takes the
-exact path (``family_builder``), which parses it line by line (``Family``), as ``parse_family``
-does for a family a rule must look inside.
+lines that all start with the family's own sample names, with the same label sets scrape after
+scrape. So the reader finds the comment lines (a few per family, located with ``bytes.find``),
+and proves each block of sample lines with a few C calls: split into each line's head (name and
+label set) and value, heads compared with the ones proven for the block before, values judged
+by their shapes. A block it vouches for is kept as a view of those bytes (``RawFamily``) and
+served as it came; anything else takes the exact path (``family_builder``), which parses it
+line by line (``Family``), reports what is wrong at its line and drops the family, as
+``parse_family`` does for a family a rule must look inside.
 
 The fast path's invariant
 =========================
 
 This module enforces it, and this is the one place it is written down; ``byte_scan`` (the
-scans), ``model.family_names.fast_needles`` (the prefixes), ``caches`` (the remembered header
-pairs and shapes) and ``family_builder`` (the exact path) each supply a part and point here. A
-block of sample lines becomes a ``RawFamily`` only when all of these hold:
+proofs), ``model.numbers`` (the value grammar), ``model.family_names.fast_needles`` (the
+prefixes), ``caches`` (the remembered header pairs, heads and value shapes) and
+``family_builder`` (the exact path) each supply a part and point here. A block of sample
+lines becomes a ``RawFamily`` only when all of these hold, so that every byte of it is valid
+in both wire formats, as Prometheus, promtool and prometheus_client read them:
 
 1. Encoding. The whole payload is valid UTF-8 with no NUL byte and no backslash (one C pass
    each); in a payload that is not, the block itself is (``needs_exact_parser``). Escapes are
    the exact parser's business.
 2. Verification. ``Verify.STRUCTURE``: ``Verify.FULL`` parses every line.
-3. Ownership. The block starts a line (never the payload's first), follows its family's header
-   and runs to the next line that starts with ``#`` (``next_comment``); the family has no
-   parsed samples yet; and every line of the block starts with one of the family's needles,
-   newline + sample name + ``{`` (``count_prefixes`` equals the block's line count). Needles
-   exist only where a sample line is valid, unchanged, in both wire formats: none for info,
-   stateset and gaugehistogram families nor for ``_created`` samples, and only labelled lines
-   have one (``fast_needles``).
-4. Shape. Deleting every byte but quotes, commas, ``}``, space and newline leaves, quotes and
-   commas aside, ``} \n`` per line: each line closes its label set once, right before its only
-   space (so no timestamp, no exemplar, no brace or space in a label value), and there is no
-   ``,}`` (a trailing comma, which OpenMetrics refuses). ``vouch`` tests one block;
-   ``shapes_match`` tests every block of the payload in one ``bytes.translate``, the regions
-   between blocks lining up because each starts with ``#``. If that batch test fails, the
-   payload is read again testing each block on its own (``batch=False``): a bad block costs a
+3. Lines. The block starts a line, follows its family's header and runs to the next line that
+   starts with ``#`` (``next_comment``); the family has no parsed samples yet. With a space put
+   before every newline, splitting the block at spaces gives exactly ``2n + 1`` pieces, the
+   last a lone newline: each of its ``n`` lines is a head, one space, a value (so no
+   timestamp, no exemplar, no space in a label value, no blank line) (``prove_block``).
+4. Values. Every value is a number every reader accepts as written: a decimal or ``+Inf``,
+   ``-Inf``, ``NaN``, inside a float's range (so not ``1e999999``, ``0x1p3``, ``1_000``,
+   ``inf`` or ``+nan``). Digits read as 0, a payload's thousands of values have a few dozen
+   shapes, each judged once (``model.numbers.canonical_shape``). The values of every block
+   are judged together at the end of the pass; if that fails, the payload is read again with
+   the blocks whose values fail left to the exact parser (``exact``): a bad value costs a
    second read, never a different result.
-5. Headers. A header pair comes from ``caches.read_headers`` only if its bytes are a pair the
+5. Heads. Each head is one of the family's needles (newline + sample name + ``{``) followed
+   by one or more ``name="value"`` labels separated by single commas and closed by ``}``
+   (label names valid, none twice, no trailing comma), and no two heads name one series
+   (equal bytes, or the same label names in another order, which the exact path judges)
+   (``heads_proven``). Needles exist only where a sample line is valid, unchanged, in both
+   wire formats: none for info, stateset and gaugehistogram families nor for ``_created``
+   samples, and only labelled lines have one (``fast_needles``). Heads equal, element by
+   element, to the heads proven for the same block before (``caches.proven_heads``, keyed by
+   format, needles and first head) are proven; when some are new, only the new ones are
+   checked, as if all were (``prove_block``).
+6. Headers. A header pair comes from ``caches.read_headers`` only if its bytes are a pair the
    exact path takes as is: ``# HELP`` then ``# TYPE`` of one unquoted name, a known type, no
    NUL byte, a HELP text that unescapes (``_remember``); a family whose name was already seen
    in this payload takes the exact path. A family taken in one step with its block
    (``_known_family``) is closed only at the payload's end or before another family's HELP or
    TYPE line (``KnownHeader.ends_before``), where the exact path would close it too; after
    anything else (a free comment, its own header again) it stays open for the exact path.
-6. Caches. Every cached value is a function of its key's bytes and the format alone, so a hit
-   gives what a miss would compute: the caches, their budgets and their resets change speed,
-   never a result (``caches``).
+7. Caches. Every cached value is a function of its key's bytes and the format alone (a proof
+   is used only for bytes equal to those it was made for), so a hit gives what a miss would
+   compute: the caches, their budgets and their resets change speed, never a result.
 
-What the fast path does not check inside a vouched-for block: that each value is a number, that
-each label set is well formed, and that no series repeats. prometheus_client, which writes
-SGLang's /metrics, cannot produce those faults; ``Verify.FULL`` parses every line for upstreams
-that might (about 50x split+join on 10 MB, 70x on 1 MB: see bench/).
+What the fast path does not prove about a vouched-for block is what a family's type asks of
+its samples together (histogram buckets in order and cumulative, a +Inf bucket, ``_count``
+beside ``_sum``, whole counts, each series' samples together): prometheus_client's Histogram
+and Summary write those by construction (``exposition.semantics`` screens the values that
+could break them). ``Verify.FULL`` parses and checks every line for upstreams that might not.
 """
 
 from __future__ import annotations
 
+from itertools import chain
+
 from metricbridge.errors import ExpositionError, LineError
 from metricbridge.exposition.byte_scan import (
-    count_prefixes,
     is_utf8,
     needs_exact_parser,
     next_comment,
-    shapes_match,
-    vouch,
+    prove_block,
+    values_proven,
 )
 from metricbridge.exposition.caches import CodecCaches, KnownHeader
 from metricbridge.exposition.created_series import merge_created_families
@@ -84,8 +97,8 @@ class _Reader(GeneralReader):
         fmt: Format,
         verify: Verify,
         *,
-        batch: bool = True,
         caches: CodecCaches | None = None,
+        exact: frozenset[int] = frozenset(),
     ) -> None:
         super().__init__(payload, fmt, verify, caches)
         self.known = caches.read_headers if caches is not None else None
@@ -94,10 +107,12 @@ class _Reader(GeneralReader):
         # Escapes need the exact parser too; SGLang never writes one, so one memchr settles it.
         self.suspect = b"\x00" in payload or b"\\" in payload or not is_utf8(payload)
         self.fast = verify is Verify.STRUCTURE
-        # Blocks are first taken on their needle counts alone and their shapes tested together
-        # at the end (shapes_match); if that fails, the payload is read again block by block.
-        self.batch = batch and self.fast and not self.suspect
-        self.unproven: list[tuple[int, int, int]] = []
+        # Blocks are taken on their heads, and the values of all of them proven together at the
+        # end (invariant 4); if that fails, the payload is read again with the blocks whose
+        # values fail (``exact``, their offsets) left to the exact parser.
+        self.exact = exact
+        self.value_blocks: list[int] = []
+        self.values: list[list[bytes]] = []
 
     def run(self) -> Exposition:
         payload, size, pos = self.payload, len(self.payload), 0
@@ -129,9 +144,25 @@ class _Reader(GeneralReader):
                 self.line += self._block(pos, end)
                 pos = end
         self._finish()
-        if self.unproven and not shapes_match(payload, self.unproven, caches=self.caches):
-            return _Reader(payload, self.fmt, self.verify, batch=False, caches=self.caches).run()
+        if self.values and not values_proven(chain.from_iterable(self.values), self.caches):
+            bad = frozenset(
+                start
+                for start, values in zip(self.value_blocks, self.values, strict=True)
+                if not values_proven(values, self.caches)
+            )
+            again = _Reader(self.payload, self.fmt, self.verify, caches=self.caches, exact=bad)
+            return again.run()
         return self.result
+
+    def _prove(self, start: int, end: int, needles: tuple[bytes, ...]) -> int:
+        """``prove_block`` for ``payload[start:end]``, its values left for the end of the pass."""
+        if start in self.exact:
+            return -1
+        values = self.values
+        lines = prove_block(self.payload[start:end], needles, self.fmt, self.caches, values)
+        if lines > 0:
+            self.value_blocks.append(start)
+        return lines
 
     def _known_header(self, pos: int, size: int) -> int:
         """Take a ``# HELP``/``# TYPE`` pair seen in an earlier payload; return the next offset.
@@ -156,7 +187,7 @@ class _Reader(GeneralReader):
         current = self.current
         if declared in self.finished or (current is not None and current.declared == declared):
             return -1
-        if self.batch:
+        if self.fast and not self.suspect:
             after = self._known_family(known, end + 1, size)
             if after >= 0:
                 return after
@@ -179,13 +210,12 @@ class _Reader(GeneralReader):
         if not known.needles or start >= size or payload[start] in b"#\n":
             return -1
         stop = next_comment(payload, start, size)
-        lines = count_prefixes(payload, start, stop, known.needles)
+        lines = self._prove(start, stop, known.needles)
         if lines <= 0:
             return -1
         if self.current is not None:
             self._finish()
         self.result.headers_seen = True
-        self.unproven.append((start, stop, lines))
         declared = known.declared
         if stop == size or known.ends_before(payload, stop):
             # Nothing more can join the family: it is complete without a builder.
@@ -243,15 +273,8 @@ class _Reader(GeneralReader):
                 if known is not None
                 else fast_needles(builder.declared, builder.type, self.fmt)
             )
-            if self.batch:
-                lines = count_prefixes(payload, start, end, needles) if needles else 0
-                if lines > 0:
-                    self.unproven.append((start, end, lines))
-                else:
-                    lines = -1  # not one labelled line of the family's: the exact parser decides
-            else:
-                lines = vouch(payload, payload[start:end], start, end, needles)
-            if lines >= 0:
+            lines = self._prove(start, end, needles)
+            if lines > 0:
                 builder.pieces.append((self.view[start:end], self.line, lines))
                 builder.has_samples = builder.declared_spelling = True
                 return lines
@@ -267,7 +290,7 @@ def read_exposition(
 ) -> Exposition:
     """Read a whole payload; raise ``ExpositionError`` only when nothing in it can be trusted.
 
-    ``caches`` remembers header pairs, proven shapes and parsed lines for the next payload;
+    ``caches`` remembers header pairs, proven heads and parsed lines for the next payload;
     without one, nothing is remembered (see ``caches``).
     """
     if not payload:
