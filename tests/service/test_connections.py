@@ -142,3 +142,24 @@ async def test_unparsable_requests_are_counted_by_kind_and_logged_once_at_debug(
     assert len(notes) == 3  # once per kind
     counts = [line for line in served.decode().splitlines() if "bad_requests_total{" in line]
     assert sorted(float(line.rsplit(" ", 1)[1]) for line in counts) == [20.0, 20.0, 20.0]
+
+
+def test_a_client_churning_at_the_cap_cannot_flood_the_log(caplog) -> None:
+    """One connection in, one refused, one out, a thousand times: each turn is a new spell of
+    refusals, and the log gets one warning and one info line, not two thousand of each."""
+    import logging  # noqa: PLC0415
+
+    from metricbridge.service.connections import ConnectionLimit  # noqa: PLC0415
+
+    limit = ConnectionLimit(cap=2)
+    with caplog.at_level(logging.DEBUG, logger="metricbridge.server"):
+        assert limit._admit()
+        for _ in range(1000):
+            assert limit._admit()
+            assert not limit._admit()
+            limit._release()
+    assert limit.refused == 1000
+    lines = [r.getMessage() for r in caplog.records if r.name == "metricbridge.server"]
+    assert len(lines) == 2, lines[:4]
+    assert "refusing new ones" in lines[0]
+    assert "below the cap again" in lines[1]

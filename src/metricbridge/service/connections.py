@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import resource
+import time
 from collections.abc import Callable, Iterator
 
 from aiohttp.http_exceptions import HttpProcessingError
@@ -23,6 +24,9 @@ from metricbridge.model.family import FamilyMeta, Format, MetricType
 from metricbridge.model.numbers import format_value
 
 log = logging.getLogger("metricbridge.server")
+# A spell of refusals is logged (a warning, then an info line when it ends) at most this often:
+# a client churning one connection at the cap starts a new spell with every connection.
+_SPELL_LOG_INTERVAL = 60.0
 # File descriptors kept free below the soft limit for upstream connections, the rules file and
 # the interpreter's own; the connection cap is lowered to fit under the rest.
 _RESERVED_DESCRIPTORS = 64
@@ -43,6 +47,8 @@ class ConnectionLimit(Collector):
         # Requests aiohttp could not parse, by exception class (a handful of aiohttp's own).
         self.bad_requests: dict[str, int] = {}
         self._refusing = False  # log the start of a refusal spell once, not every connection
+        self._spell_logged = False  # whether the current spell's start was logged
+        self._logged_at = float("-inf")  # monotonic time of the last spell logged
 
     def protocol_factory(
         self, factory: Callable[[], asyncio.BaseProtocol]
@@ -115,8 +121,16 @@ class ConnectionLimit(Collector):
         if self.open >= self.cap:
             self.refused += 1
             if not self._refusing:
-                log.warning("%d client connections open: refusing new ones", self.open)
                 self._refusing = True
+                now = time.monotonic()
+                self._spell_logged = now - self._logged_at >= _SPELL_LOG_INTERVAL
+                if self._spell_logged:
+                    self._logged_at = now
+                    log.warning(
+                        "%d client connections open: refusing new ones (each counted in "
+                        "metricbridge_connections_refused_total; logged at most once a minute)",
+                        self.open,
+                    )
             return False
         self.open += 1
         return True
@@ -124,7 +138,8 @@ class ConnectionLimit(Collector):
     def _release(self) -> None:
         self.open -= 1
         if self._refusing and self.open < self.cap:
-            log.info("client connections below the cap again (%d open)", self.open)
+            if self._spell_logged:
+                log.info("client connections below the cap again (%d open)", self.open)
             self._refusing = False
 
 
