@@ -10,8 +10,8 @@ and the other offline commands make one per command; tests make their own.
 A hit returns what a miss would compute (invariant 6 of the reader's fast path, in
 ``exposition.reader``): the caches change speed, never a result.
 
-The default budgets hold everything the real SGLang fixtures and a 10 MB simulated engine need
-(a few MiB in all) several times over; see ``DEFAULT_BUDGETS``.
+The default budgets hold everything the real SGLang fixtures and a 10 MB simulated engine need;
+see ``DEFAULT_BUDGETS``.
 """
 
 from __future__ import annotations
@@ -26,10 +26,11 @@ from metricbridge.model.family import FamilyMeta, Format, Labels, MetricType, Sa
 
 MiB = 1 << 20
 
-# Per cache, in bytes; 33 MiB in all. Measured with the default rules, reading,
+# Per cache, in bytes; 53 MiB in all. Measured with the default rules, reading,
 # translating and writing in both formats: every SGLang fixture together needs under 0.2 MiB in
-# each cache; a 10 MB engine (88 DP x 2 TP) about 1.25 MiB of shapes per distinct payload shape
-# and under 0.5 MiB in each other cache, so the shapes of an EPD pair of 20 MB engines still fit.
+# each cache but proven_heads; a 10 MB engine (88 DP x 2 TP) about 11 MiB of proven heads (its
+# label sets, about the payload's size) and under 0.5 MiB in each other cache, so an EPD pair of
+# 10 MB engines fits; proven_values holds a few dozen value shapes (under 10 KiB).
 # With ``validation: full`` every line is parsed and written from its parse: a 1 MB engine
 # (8 x 2) then needs 5.4 MiB of label sets each way, which fit; a 10 MB engine's 55 MiB do not,
 # and its label sets are split and written afresh (what a miss costs, about 1 us a line).
