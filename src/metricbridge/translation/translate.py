@@ -348,7 +348,9 @@ def translate(  # noqa: PLR0913 - the families, the rules, and what carries acro
     """Apply the rules to one upstream payload's families; ``state`` is the previous call's.
 
     ``caches`` (the caller's, as for the reader) remembers the lines of the families the rules
-    parse, for the next payload; ``relabel_cache`` what relabel steps made of each label set.
+    parse, for the next payload, and the scrape plan of each layout (``translation.plan``:
+    what the layout alone decides, reused while the next payload's compares equal);
+    ``relabel_cache`` what relabel steps made of each label set.
     """
     plan = plan_for(upstream, rules, caches)
     if plan is None:
