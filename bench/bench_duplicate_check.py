@@ -2,10 +2,10 @@
 
     python bench/bench_duplicate_check.py [--repeat 9]
 
-The fast path vouches for blocks of sample lines without looking inside them, so a series that
-an upstream repeats is copied through (documented in exposition_reader; pinned by
-tests/test_fault_campaign.py). Three ways to check uniqueness, each over the sample lines the
-fast path vouches for, timed against the whole translation (default contract) in the same run:
+The fast path proves that no series repeats in a block it serves unparsed (exposition_reader's
+invariant) with the one-space trick below, its heads kept for the next scrape. Three ways to
+check uniqueness, each over the sample lines the fast path vouches for, timed against the
+whole translation (default contract) in the same run:
 
 - ``series keys``: split lines, cut each at its last space, compare set and list sizes;
 - ``one-space trick``: vouched lines have exactly one space, so replacing spaces by newlines
