@@ -29,7 +29,7 @@ import math
 import socket
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -277,6 +277,21 @@ class Campaign:
             self.answers += 1
         return answers
 
+    async def reach(
+        self, session: aiohttp.ClientSession, done: Callable[[Answer], bool], what: str
+    ) -> None:
+        """Scrape (every answer checked) until one shows what the engine serves now.
+
+        A fetch the hostile clients started before the engine changed may still be in flight,
+        and an answer that joins it rightly carries the engine's previous payload.
+        """
+        for _ in range(30):
+            (answer,) = await self.scrape(session, variants=VARIANTS[:1])
+            if done(answer):
+                return
+            await asyncio.sleep(0.1)
+        raise AssertionError(f"no answer showed {what}")
+
     def probes(self, start: float, end: float, url: int = 0) -> list[dict[str, Any]]:
         """The prober's lines sent between ``start`` and ``end``."""
         return [p for p in self.prober.lines if start <= p["t"] <= end and p["url"] == url]
@@ -394,12 +409,18 @@ async def test_one_mebibyte_help_and_label_values_changing_every_scrape_stay_wit
     before, fetched = campaign.bridge.rss_kib(), campaign.engine.hits["/metrics"]
     with campaign.phase():
         async with await session() as client:
+            await campaign.reach(client, lambda a: "hostile:churn" in a.families, "the churn")
             for _ in range(3):
                 answers = await campaign.scrape(client)
                 assert all("hostile:churn" in a.families for a in answers)
+            for _ in range(12):  # more fetches, in the cheapest answer to check
+                (answer,) = await campaign.scrape(client, variants=VARIANTS[:1])
+                assert "hostile:churn" in answer.families
     sent = (campaign.engine.hits["/metrics"] - fetched) * (2 << 20)  # new text, fetch by fetch
     grown = (campaign.bridge.rss_kib() - before) * 1024
-    assert grown < sent / 2, f"RSS grew {grown >> 10} KiB while {sent >> 10} KiB of new text came"
+    # Caches kept by entries would hold each new text at least twice (as read and as written):
+    # more than was sent. Caches kept to their budgets hold a few entries.
+    assert grown < sent, f"RSS grew {grown >> 10} KiB while {sent >> 10} KiB of new text came"
     log = campaign.bridge.log()
     assert "h" * 100 not in log
     assert "z" * 100 not in log
@@ -412,6 +433,7 @@ async def test_a_backtracking_regex_against_hostile_values_answers_at_once(
     campaign.engine.metrics = body(redos())
     with campaign.phase():
         async with await session() as client:
+            await campaign.reach(client, lambda a: "hostile:redos" in a.families, "the series")
             started = time.monotonic()
             answers = await campaign.scrape(client)
             # Backtracking would take hours a series; four checked answers take seconds.
@@ -430,13 +452,16 @@ async def test_a_redirect_or_a_failing_engine_is_counted_and_logged_without_its_
         async with await session() as client:
             for handler in (redirect(campaign.trap.url()), body(b"oops\n", status=500)):
                 campaign.engine.metrics = handler
+                await campaign.reach(
+                    client, lambda a: a.value("metricbridge_upstream_up") == 0, "the failure"
+                )
                 answers = await campaign.scrape(client)
                 assert all(a.value("metricbridge_upstream_up") == 0 for a in answers)
                 assert not any(name.startswith("sglang:") for name in answers[-1].families)
             failures = answers[-1].total(
                 "metricbridge_upstream_failures_total", reason="http_status"
             )
-            assert failures >= 8
+            assert failures >= 2  # the redirect and the 500, each at least once
             upstream_labels = answers[-1].values("metricbridge_upstream_up")
             assert [dict(k)["upstream"] for k in upstream_labels] == [
                 f"127.0.0.1:{campaign.engine.port}/metrics"
@@ -466,15 +491,7 @@ async def test_an_endless_body_is_refused_at_the_cap(campaign: Campaign) -> None
     assert campaign.bridge.peak_rss_kib() <= campaign.rss_bound_kib()
 
 
-# Until validation checks the bytes of families no rule reads, these reach the answer.
-PENDING_VALIDATION = pytest.mark.xfail(
-    strict=True, reason="structure validation serves unread families' invalid lines as they came"
-)
-
-
-@pytest.mark.parametrize(
-    "kind", [pytest.param(k, marks=PENDING_VALIDATION) for k in sorted(INVALID)]
-)
+@pytest.mark.parametrize("kind", sorted(INVALID))
 async def test_invalid_bytes_in_a_family_no_rule_reads_are_never_served(
     campaign: Campaign, kind: str
 ) -> None:
@@ -486,7 +503,6 @@ async def test_invalid_bytes_in_a_family_no_rule_reads_are_never_served(
     assert all("sglang:num_running_reqs" in a.families for a in answers)
 
 
-@pytest.mark.xfail(strict=True, reason="translation runs on the event loop, without a deadline")
 async def test_a_large_family_a_rule_reads_does_not_hold_the_event_loop(campaign: Campaign) -> None:
     """50,000 series a relabel rule reads (seconds of translation): /-/healthy keeps answering."""
     campaign.engine.metrics = body(wide())
@@ -581,11 +597,13 @@ def exemplars() -> bytes:
 async def test_an_exemplar_moves_into_the_new_unit_with_its_sample(campaign: Campaign) -> None:
     """A ms histogram served in seconds: its exemplar is 4.2, not 4200 (s) beside le="5.0"."""
     campaign.engine.metrics = body(exemplars(), OM_TYPE)
+    family = "sglang:kvcache_transfer_time"
     with campaign.phase():
         async with await session() as client:
+            await campaign.reach(client, lambda a: family in a.families, family)
             answers = await campaign.scrape(client)
     for answer in answers:
-        buckets = answer.families["sglang:kvcache_transfer_time"].samples
+        buckets = answer.families[family].samples
         (bucket,) = [b for b in buckets if b.labels.get("le") == "5.0"]
         if answer.om:
             assert bucket.exemplar is not None
