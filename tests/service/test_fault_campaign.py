@@ -220,7 +220,18 @@ def no_rate_after_gap(result: Scrape, previous: Scrape) -> None:
 
 
 BAD_UTF8 = spoiled(scaled(2.5), "sglang:num_used_tokens", b"\xff\xfe")
-NUL = spoiled(scaled(2.5), "sglang:token_usage", b"\x00")
+# OpenMetrics strings may hold NUL ("NULL (ASCII 0x0) MUST be supported"): in a label value it
+# is served; after a value it breaks the line, and the family is dropped.
+NUL_IN_LABEL = spoiled(scaled(2.5), "sglang:token_usage", b"\x00")
+
+
+def _nul_after_value(payload: bytes, family: str) -> bytes:
+    start = payload.index(f"\n{family}{{".encode()) + 1
+    end = payload.index(b"\n", start)
+    return payload[:end] + b"\x00" + payload[end:]
+
+
+NUL_IN_VALUE = _nul_after_value(scaled(2.5), "sglang:token_usage")
 DUPLICATED = scaled(4.0).replace(
     b"# TYPE sglang:gen_throughput gauge\n",
     b"# TYPE sglang:gen_throughput gauge\n"
@@ -272,7 +283,9 @@ def campaign() -> list[Step]:
         Step("recovered", respond(scaled(2.5)), checks=(*healthy, no_rate_after_gap)),
         Step("invalid-utf8", respond(BAD_UTF8),
              checks=(*healthy, lacks("sglang:num_used_tokens"), more_problems)),
-        Step("nul-byte", respond(NUL), checks=(*healthy, lacks("sglang:token_usage"), more_problems)),
+        Step("nul-in-label", respond(NUL_IN_LABEL), checks=(*healthy, has("sglang:token_usage"))),
+        Step("nul-in-value", respond(NUL_IN_VALUE),
+             checks=(*healthy, lacks("sglang:token_usage"), more_problems)),
         Step("type-changes", respond(retyped(scaled(2.5), {
             "sglang:num_running_reqs": ("gauge", "counter"),
             "sglang:prompt_tokens_total": ("counter", "gauge"),
