@@ -296,13 +296,24 @@ def test_validation_defaults_to_full(
     assert captured.out == b""
 
 
-def test_validation_structure_keeps_the_service_behaviour(
+def test_validation_structure_refuses_a_bad_value_as_full_does(
     monkeypatch: pytest.MonkeyPatch, capsysbinary: pytest.CaptureFixture[bytes]
 ) -> None:
-    """--validation structure trusts the block, as the service does: the bytes pass through."""
+    """--validation structure, the service's mode, serves no bad value either: same report."""
     _stdin(monkeypatch, BAD_VALUE)
-    assert main(["translate", "--validation", "structure"]) == 0
-    assert capsysbinary.readouterr().out == BAD_VALUE
+    assert main(["translate", "--validation", "structure"]) == 2
+    captured = capsysbinary.readouterr()
+    assert b"<stdin>: line 2, family sglang:zz: invalid value 'abc'" in captured.err
+    assert captured.out == b""
+
+
+# Buckets that are not cumulative: a rule of the type that only full validation checks on a
+# family no rule reads (prometheus_client's Histogram cannot write it).
+NOT_CUMULATIVE = (
+    b"# TYPE sglang:zz histogram\n"
+    b'sglang:zz_bucket{a="1",le="1.0"} 5.0\nsglang:zz_bucket{a="1",le="+Inf"} 3.0\n'
+    b'sglang:zz_sum{a="1"} 1.0\nsglang:zz_count{a="1"} 3.0\n'
+)
 
 
 @pytest.mark.parametrize(
@@ -316,7 +327,7 @@ def test_validation_flag_overrides_the_rules_file(
     """The rules file's 'validation' is the service's; translate follows its own flag."""
     rules = tmp_path / "rules.yaml"
     rules.write_text(f"version: 1\nvalidation: {setting}\n")
-    _stdin(monkeypatch, BAD_VALUE)
+    _stdin(monkeypatch, NOT_CUMULATIVE)
     monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(io.BytesIO()))
     assert main(["translate", "-c", str(rules), *argv]) == code
 

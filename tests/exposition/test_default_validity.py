@@ -216,6 +216,7 @@ async def test_a_dropped_family_is_counted_on_every_fetch_and_logged_once(
             assert "vendor:foo" not in families
             assert "vendor:bar" in families
             (sample,) = families["metricbridge_exposition_problems"].samples
+            assert sample.labels == {"reason": "malformed"}
             counts.append(sample.value)
             promtool_check_metrics(text.encode())
         assert counts == [1.0, 2.0]
