@@ -45,6 +45,7 @@ from helpers.fault_upstream import (
     stream,
     trickle,
 )
+from helpers.parsed import Key, sample_values
 from helpers.service import bridge_app
 from helpers.tp1_payloads import TP1, TP1_HIT_RATE, retyped, scaled, spoiled
 
@@ -86,16 +87,9 @@ class Scrape:
     text: str
     families: dict[str, Any]
 
-    def values(self, family: str, sample: str | None = None) -> dict[tuple, float]:
+    def values(self, family: str, sample: str | None = None) -> dict[Key, float]:
         """Sample values of a family keyed by sorted labels (optionally one sample name)."""
-        found = self.families.get(family)
-        if found is None:
-            return {}
-        return {
-            tuple(sorted(s.labels.items())): s.value
-            for s in found.samples
-            if sample is None or s.name == sample
-        }
+        return sample_values(self.families, family, sample)
 
     def failures(self) -> Counter[str]:
         """``metricbridge_upstream_failures_total`` by reason."""

@@ -52,6 +52,7 @@ from helpers.hostile import (
     per_request,
     redirect,
 )
+from helpers.parsed import Key, sample_values
 from helpers.paths import FIXTURES
 from helpers.ports import free_port
 from helpers.promtool import promtool_check_metrics
@@ -181,18 +182,9 @@ class Answer:
     text: str
     families: dict[str, Any]
 
-    def values(
-        self, family: str, sample: str | None = None
-    ) -> dict[tuple[tuple[str, str], ...], float]:
+    def values(self, family: str, sample: str | None = None) -> dict[Key, float]:
         """Sample values by sorted labels (one sample name if given)."""
-        found = self.families.get(family)
-        if found is None:
-            return {}
-        return {
-            tuple(sorted(s.labels.items())): s.value
-            for s in found.samples
-            if sample is None or s.name == sample
-        }
+        return sample_values(self.families, family, sample)
 
     def total(self, counter: str, **labels: str) -> float:
         """A counter's ``_total`` samples summed (its family is named without the suffix)."""
