@@ -9,12 +9,15 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from helpers.paths import FIXTURES
+from metricbridge.cli import offline
 from metricbridge.cli.main import main
 from metricbridge.model.family import Format
+from metricbridge.translation.compiler import compile_rules
 from metricbridge.translation.pipeline import detect_format, stray_eof_line
 
 
@@ -307,29 +310,32 @@ def test_validation_structure_refuses_a_bad_value_as_full_does(
     assert captured.out == b""
 
 
-# Buckets that are not cumulative: a rule of the type that only full validation checks on a
-# family no rule reads (prometheus_client's Histogram cannot write it).
-NOT_CUMULATIVE = (
-    b"# TYPE sglang:zz histogram\n"
-    b'sglang:zz_bucket{a="1",le="1.0"} 5.0\nsglang:zz_bucket{a="1",le="+Inf"} 3.0\n'
-    b'sglang:zz_sum{a="1"} 1.0\nsglang:zz_count{a="1"} 3.0\n'
-)
-
-
 @pytest.mark.parametrize(
-    ("setting", "argv", "code"),
-    [("structure", [], 2), ("full", ["--validation", "structure"], 0)],
+    ("setting", "argv", "used"),
+    [("structure", [], "full"), ("full", ["--validation", "structure"], "structure")],
     ids=["config_structure_flag_default", "config_full_flag_structure"],
 )
 def test_validation_flag_overrides_the_rules_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, setting: str, argv: list[str], code: int
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, setting: str, argv: list[str], used: str
 ) -> None:
-    """The rules file's 'validation' is the service's; translate follows its own flag."""
+    """The rules file's 'validation' is the service's; translate follows its own flag.
+
+    Both modes serve the same bytes (each holds every family to every rule), so the rules
+    translate compiles are what tells them apart.
+    """
     rules = tmp_path / "rules.yaml"
     rules.write_text(f"version: 1\nvalidation: {setting}\n")
-    _stdin(monkeypatch, NOT_CUMULATIVE)
+    compiled: list[str] = []
+
+    def compile_and_record(config: Any) -> Any:
+        compiled.append(str(config.validation))
+        return compile_rules(config)
+
+    monkeypatch.setattr(offline, "compile_rules", compile_and_record)
+    _stdin(monkeypatch, BAD_VALUE)
     monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(io.BytesIO()))
-    assert main(["translate", "-c", str(rules), *argv]) == code
+    assert main(["translate", "-c", str(rules), *argv]) == 2
+    assert compiled == [used]
 
 
 def test_a_reader_that_went_away_is_not_a_traceback() -> None:

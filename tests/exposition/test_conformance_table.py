@@ -749,32 +749,6 @@ EXPECTED = {
     ),
 }
 
-# What the default validation (``structure``) does not prove for a family the fast path vouches
-# for unparsed (labelled lines only, no rule looking inside): the layout of its buckets and
-# quantiles and its counts' agreement; see docs/conformance.md. Every other invalid case is
-# refused the same in both modes.
-DEFAULT_MODE_UNPROVEN = frozenset(
-    {
-        "buckets_out_of_order",
-        "bucket_repeated_le",
-        "buckets_not_cumulative",
-        "bucket_not_integer",
-        "le_spelled_inf",
-        "le_missing",
-        "le_nan",
-        "le_not_a_number",
-        "quantile_above_one",
-        "quantile_below_zero",
-        "quantile_nan",
-        "quantile_missing",
-    }
-)
-
-
-# A text family whose series interleave is regrouped when it is parsed; unparsed, it is served
-# as it came (prometheus_client and client_golang never interleave; see docs/conformance.md).
-REGROUPED_ONLY_WHEN_PARSED = frozenset({"text_interleaved_series_regrouped"})
-
 
 def _params(cases: list[tuple[str, Format, bytes]]) -> list[object]:
     return [pytest.param(fmt, payload, id=name) for name, fmt, payload in cases]
@@ -787,13 +761,8 @@ def _invalid_params() -> list[object]:
 @pytest.mark.parametrize("verify", list(Verify))
 @pytest.mark.parametrize(("fmt", "payload"), _params(VALID))
 def test_valid_input_is_accepted_and_written_back_valid(
-    fmt: Format, payload: bytes, verify: Verify, request: pytest.FixtureRequest
+    fmt: Format, payload: bytes, verify: Verify
 ) -> None:
-    if (
-        verify is Verify.STRUCTURE
-        and request.node.callspec.id.split("-")[0] in REGROUPED_ONLY_WHEN_PARSED
-    ):
-        pytest.skip("regrouped only when parsed (documented)")
     exposition = read_exposition(payload, fmt, verify)
     assert exposition.problems == []
     om = write_exposition(exposition.families, Format.OPENMETRICS)
@@ -815,10 +784,8 @@ def test_invalid_input_is_refused_with_its_exact_problem(
 
 @pytest.mark.parametrize(("fmt", "payload", "reason", "message"), _invalid_params())
 def test_the_default_validation_refuses_the_same(
-    fmt: Format, payload: bytes, reason: str, message: str, request: pytest.FixtureRequest
+    fmt: Format, payload: bytes, reason: str, message: str
 ) -> None:
-    if request.node.callspec.id in DEFAULT_MODE_UNPROVEN:
-        pytest.skip("not proven for unparsed families without validation: full (documented)")
     exposition = read_exposition(payload, fmt, Verify.STRUCTURE)
     assert [(p.reason, str(p)) for p in exposition.problems] == [(reason, message)]
 

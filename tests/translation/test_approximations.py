@@ -123,8 +123,10 @@ def test_all_gather_latency_on_dp8_by_hand() -> None:
         new = line
         if line.startswith("sglang:dp_attention_sync_wait_seconds_sum{"):
             new = line.rsplit(" ", 1)[0] + " 0.006"
-        elif line.startswith("sglang:dp_attention_sync_wait_seconds_count{"):
-            new = line.rsplit(" ", 1)[0] + " 4.0"
+        elif line.startswith("sglang:dp_attention_sync_wait_seconds_count{") or (
+            line.startswith("sglang:dp_attention_sync_wait_seconds_bucket{") and 'le="+Inf"' in line
+        ):
+            new = line.rsplit(" ", 1)[0] + " 4.0"  # a valid histogram: _count is its +Inf bucket
         lines.append(new)
     second = _run("\n".join(lines).encode(), rules, first.state)
     values = _values(second, "sglang:all_gather_latency_us")

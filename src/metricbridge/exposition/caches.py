@@ -26,11 +26,12 @@ from metricbridge.model.family import FamilyMeta, Format, Labels, MetricType, Sa
 
 MiB = 1 << 20
 
-# Per cache, in bytes; 53 MiB in all. Measured with the default rules, reading,
+# Per cache, in bytes; 63 MiB in all. Measured with the default rules, reading,
 # translating and writing in both formats: every SGLang fixture together needs under 0.2 MiB in
 # each cache but proven_heads; a 10 MB engine (88 DP x 2 TP) about 11 MiB of proven heads (its
-# label sets, about the payload's size) and under 0.5 MiB in each other cache, so an EPD pair of
-# 10 MB engines fits; proven_values holds a few dozen value shapes (under 10 KiB).
+# label sets, about the payload's size), about 8 MiB of raw_layouts (its histograms' heads) and
+# under 0.5 MiB in each other cache, so an EPD pair of 10 MB engines fits; proven_values holds a
+# few dozen value shapes (under 10 KiB).
 # With ``validation: full`` every line is parsed and written from its parse: a 1 MB engine
 # (8 x 2) then needs 5.4 MiB of label sets each way, which fit; a 10 MB engine's 55 MiB do not,
 # and its label sets are split and written afresh (what a miss costs, about 1 us a line).
@@ -39,6 +40,7 @@ DEFAULT_BUDGETS: Mapping[str, int] = MappingProxyType(
         "read_headers": 2 * MiB,  # exposition.reader: header pairs seen before
         "proven_heads": 24 * MiB,  # exposition.byte_scan.prove_block: label sets already proven
         "proven_values": MiB // 4,  # exposition.byte_scan.values_proven: value shapes proven
+        "raw_layouts": 10 * MiB,  # exposition.raw_rules: unparsed histograms' heads, as laid out
         "last_parse": 4 * MiB,  # exposition.family_parse: each family's lines as parsed last time
         "read_label_sets": 8 * MiB,  # exposition.sample_line: label sets split into pairs
         "written_headers": 2 * MiB,  # exposition.writer: HELP/TYPE lines as written
@@ -93,6 +95,7 @@ class CodecCaches:
         "last_parse",
         "proven_heads",
         "proven_values",
+        "raw_layouts",
         "read_headers",
         "read_label_sets",
         "served_names",
@@ -115,6 +118,10 @@ class CodecCaches:
             "proven_heads", chosen["proven_heads"]
         )
         self.proven_values: ByteLRU[bytes, bool] = ByteLRU("proven_values", chosen["proven_values"])
+        # Keyed by format, type, sample base and first head: raw_rules.Layout.
+        self.raw_layouts: ByteLRU[tuple[Format, MetricType, str, bytes], Any] = ByteLRU(
+            "raw_layouts", chosen["raw_layouts"]
+        )
         self.last_parse: ByteLRU[tuple[str, Format], dict[str, Sample]] = ByteLRU(
             "last_parse", chosen["last_parse"]
         )
@@ -141,6 +148,7 @@ class CodecCaches:
         yield self.read_headers
         yield self.proven_heads
         yield self.proven_values
+        yield self.raw_layouts
         yield self.last_parse
         yield self.read_label_sets
         yield self.written_headers

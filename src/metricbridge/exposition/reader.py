@@ -58,11 +58,14 @@ in both wire formats, as Prometheus, promtool and prometheus_client read them:
    is used only for bytes equal to those it was made for), so a hit gives what a miss would
    compute: the caches, their budgets and their resets change speed, never a result.
 
-What the fast path does not prove about a vouched-for block is what a family's type asks of
-its samples together (histogram buckets in order and cumulative, a +Inf bucket, ``_count``
-beside ``_sum``, whole counts, each series' samples together): prometheus_client's Histogram
-and Summary write those by construction (``exposition.semantics`` screens the values that
-could break them). ``Verify.FULL`` parses and checks every line for upstreams that might not.
+What the fast path proves of a block is that each line is valid; what a family's type asks of
+its samples together (each series' samples together, ``le`` and ``quantile`` numbers in order,
+a +Inf bucket, ``_count`` beside ``_sum`` and equal to it, cumulative whole counts) is proven
+of every ``RawFamily`` after the read, by ``exposition.semantics.screen_raw``: a value search
+per body and, for a histogram or summary, ``exposition.raw_rules`` (its heads' layout,
+remembered by their bytes like the heads, and its values compared in C). A family that may
+break a rule is parsed and judged as ``Verify.FULL`` judges it, so what is served raw meets
+every rule ``Verify.FULL`` checks.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from metricbridge.errors import ExpositionError
 from metricbridge.exposition.caches import CodecCaches
 from metricbridge.exposition.family_parse import parse_family
+from metricbridge.exposition.raw_rules import needs_parse
 from metricbridge.model.family import (
     AnyFamily,
     Family,
@@ -374,36 +375,41 @@ def screen_raw(
     """The fast path's unparsed families held to the rules, without parsing most of them.
 
     A raw body is labelled lines that each end ``} VALUE`` (the reader's invariant 4), so one
-    regex search finds any value that is negative, NaN or infinite; only a family with one is
-    parsed and held to every rule. What a raw histogram or summary is not checked for without
-    ``validation: full`` (bucket order and cumulativity, the +Inf bucket and ``_count``, whole
-    counts, ``le`` and ``quantile`` spellings) is what prometheus_client's Histogram and
-    Summary write by construction. A header-only rule (UNIT) is checked on every family.
+    regex search finds any value that is negative, NaN or infinite; a raw histogram or summary
+    is also held to its rules across samples (``raw_rules``). Only a family either may break is
+    parsed and held to every rule, as the exact path holds it (a text family's series
+    regrouped); a header-only rule (UNIT) is checked on every family.
     """
     kept: list[AnyFamily] = []
     problems: list[ExpositionError] = []
     for family in families:
-        problem = _raw_problem(family, fmt, caches) if isinstance(family, RawFamily) else None
-        if problem is None:
-            kept.append(family)
-        else:
+        served, problem = (
+            _screened(family, fmt, caches) if isinstance(family, RawFamily) else (family, None)
+        )
+        if served is not None:
+            kept.append(served)
+        if problem is not None:
             problems.append(problem)
     return kept, problems
 
 
-def _raw_problem(
+def _screened(
     family: RawFamily, fmt: Format, caches: CodecCaches | None
-) -> ExpositionError | None:
+) -> tuple[AnyFamily | None, ExpositionError | None]:
     meta = family.meta
-    if meta.type not in _SCANNED or _SUSPECT_VALUE.search(family.body) is None:
-        if not (meta.unit and fmt is Format.OPENMETRICS):
-            return None
-        breach = first_breach(Family(meta, ()), fmt)
-    else:
-        breach = first_breach(parse_family(family, caches=caches), fmt)
-    if breach is None:
-        return None
-    line = None if breach.index is None else family.first_line + breach.index
     # Named as its TYPE line names it, as the reader names the families it drops.
     declared = sample_base(meta.name, meta.type) if fmt is Format.OPENMETRICS else meta.name
-    return ExpositionError(breach.message, line=line, family=declared, reason=breach.reason)
+    suspect = meta.type in _SCANNED and _SUSPECT_VALUE.search(family.body) is not None
+    if suspect or needs_parse(family, fmt, caches):
+        parsed = parse_family(family, caches=caches)
+        lines = range(family.first_line, family.first_line + len(parsed.samples))
+        served, problem = checked(meta, parsed.samples, lines, fmt, declared)
+        if served is not None and served.samples == parsed.samples:
+            return family, None  # the bytes as they came are what a parse would write
+        return served, problem
+    if not (meta.unit and fmt is Format.OPENMETRICS):
+        return family, None
+    breach = first_breach(Family(meta, ()), fmt)
+    if breach is None:
+        return family, None
+    return None, ExpositionError(breach.message, family=declared, reason=breach.reason)

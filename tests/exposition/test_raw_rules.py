@@ -1,0 +1,186 @@
+"""An unparsed histogram or summary is held to its type's rules across samples by default.
+
+Each case breaks one rule in a labelled block the fast path would otherwise serve as it came
+(the valid block is asserted to come out a ``RawFamily``). The default validation must drop
+the family with the same located problem as ``validation: full``, keep the family after it,
+and serve bytes both prometheus_client parsers and promtool accept; with the heads proven on
+an earlier scrape (warm caches) as well as on first sight.
+"""
+
+from __future__ import annotations
+
+import pytest
+from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_om
+from prometheus_client.parser import text_string_to_metric_families as parse_text
+
+from helpers.promtool import promtool_check_metrics
+from metricbridge.exposition.caches import CodecCaches
+from metricbridge.exposition.reader import read_exposition
+from metricbridge.exposition.writer import write_exposition
+from metricbridge.model.family import Format, RawFamily, Verify
+
+HISTOGRAM = b"""\
+h_bucket{a="1",le="0.5"} 1
+h_bucket{a="1",le="+Inf"} 2
+h_count{a="1"} 2
+h_sum{a="1"} 3
+h_bucket{a="2",le="0.5"} 0
+h_bucket{a="2",le="+Inf"} 1
+h_count{a="2"} 1
+h_sum{a="2"} 1
+"""
+SUMMARY = b"""\
+s{a="1",quantile="0.5"} 1
+s{a="1",quantile="0.9"} 2
+s_count{a="1"} 4
+s_sum{a="1"} 6
+"""
+
+# name: (type, the block's old bytes, their replacement, the reason validation: full gives)
+CASES = {
+    "interleaved_series": (
+        "histogram",
+        b'h_sum{a="1"} 3\nh_bucket{a="2",le="0.5"} 0\n',
+        b'h_bucket{a="2",le="0.5"} 0\nh_sum{a="1"} 3\n',
+        "interleaved_series",
+    ),
+    "le_missing": ("histogram", b'{a="1",le="0.5"}', b'{a="1"}', "le_label"),
+    "le_not_a_number": ("histogram", b'le="0.5"} 1', b'le="x"} 1', "le_label"),
+    "le_nan": ("histogram", b'le="0.5"} 1', b'le="NaN"} 1', "le_label"),
+    "le_spelled_inf": ("histogram", b'le="+Inf"} 2', b'le="Inf"} 2', "le_label"),
+    "buckets_out_of_order": (
+        "histogram",
+        b'le="0.5"} 1\n',
+        b'le="0.5"} 1\nh_bucket{a="1",le="0.25"} 1\n',
+        "bucket_order",
+    ),
+    "bucket_repeated_le": (  # spelled another way: the heads differ, the bounds do not
+        "histogram",
+        b'le="0.5"} 1\n',
+        b'le="0.5"} 1\nh_bucket{a="1",le="0.50"} 1\n',
+        "bucket_order",
+    ),
+    "missing_inf_bucket": (
+        "histogram",
+        b'h_bucket{a="2",le="+Inf"} 1\n',
+        b'h_bucket{a="2",le="9"} 1\n',
+        "missing_inf_bucket",
+    ),
+    "count_without_sum": ("histogram", b'h_sum{a="2"} 1\n', b"", "sum_without_count"),
+    "sum_without_count": ("histogram", b'h_count{a="2"} 1\n', b"", "sum_without_count"),
+    "count_mismatch": ("histogram", b'h_count{a="1"} 2', b'h_count{a="1"} 5', "count_mismatch"),
+    "not_cumulative": ("histogram", b'le="0.5"} 1', b'le="0.5"} 3', "not_cumulative"),
+    "bucket_not_integer": ("histogram", b'le="0.5"} 1', b'le="0.5"} 1.5', "non_integer_count"),
+    "count_not_integer": (
+        "histogram",
+        b'h_count{a="1"} 2',
+        b'h_count{a="1"} 2.0e-1',
+        "non_integer_count",
+    ),
+    "sum_with_negative_buckets": (
+        "histogram",
+        b'le="0.5"} 1',
+        b'le="-0.5"} 1',
+        "sum_with_negative_buckets",
+    ),
+    "quantile_above_one": ("summary", b'quantile="0.9"', b'quantile="1.5"', "quantile_label"),
+    "quantile_below_zero": ("summary", b'quantile="0.5"', b'quantile="-0.5"', "quantile_label"),
+    "quantile_nan": ("summary", b'quantile="0.9"', b'quantile="NaN"', "quantile_label"),
+    "quantile_missing": ("summary", b'{a="1",quantile="0.5"}', b'{a="1"}', "quantile_label"),
+    "summary_count_not_integer": (
+        "summary",
+        b's_count{a="1"} 4',
+        b's_count{a="1"} 4.5',
+        "non_integer_count",
+    ),
+}
+
+
+def _payload(kind: str, block: bytes, fmt: Format) -> bytes:
+    name = b"h" if kind == "histogram" else b"s"
+    head = b"# HELP " + name + b" help\n# TYPE " + name + b" " + kind.encode() + b"\n"
+    tail = b'# HELP z help\n# TYPE z gauge\nz{a="1"} 1\n'
+    return head + block + tail + (b"# EOF\n" if fmt is Format.OPENMETRICS else b"")
+
+
+def _served_valid(families: list[object], fmt: Format) -> None:
+    om = write_exposition(families, Format.OPENMETRICS)  # type: ignore[arg-type]
+    text = write_exposition(families, Format.TEXT)  # type: ignore[arg-type]
+    list(parse_om(om.decode()))
+    list(parse_text(text.decode()))
+    promtool_check_metrics(text)
+    del fmt
+
+
+@pytest.mark.parametrize("fmt", list(Format))
+@pytest.mark.parametrize("kind", ["histogram", "summary"])
+def test_the_valid_block_is_served_unparsed(kind: str, fmt: Format) -> None:
+    """The premise of every case below: the fast path takes this block raw."""
+    block = HISTOGRAM if kind == "histogram" else SUMMARY
+    for caches in (None, CodecCaches()):
+        for _ in range(2):
+            exposition = read_exposition(_payload(kind, block, fmt), fmt, caches=caches)
+            assert exposition.problems == []
+            assert isinstance(exposition.families[0], RawFamily)
+
+
+@pytest.mark.parametrize("warm", [False, True], ids=["cold", "warm"])
+@pytest.mark.parametrize("fmt", list(Format))
+@pytest.mark.parametrize(("kind", "old", "new", "reason"), CASES.values(), ids=list(CASES))
+def test_a_broken_rule_is_refused_as_full_validation_refuses_it(  # noqa: PLR0913, PLR0917 - the table's columns
+    kind: str, old: bytes, new: bytes, reason: str, fmt: Format, warm: bool
+) -> None:
+    valid = HISTOGRAM if kind == "histogram" else SUMMARY
+    assert old in valid
+    payload = _payload(kind, valid.replace(old, new, 1), fmt)
+    caches = CodecCaches()
+    if warm:  # the valid block's heads proven and laid out on an earlier scrape
+        read_exposition(_payload(kind, valid, fmt), fmt, caches=caches)
+    default = read_exposition(payload, fmt, caches=caches)
+    full = read_exposition(payload, fmt, Verify.FULL)
+    found = [(problem.reason, str(problem)) for problem in default.problems]
+    assert found == [(p.reason, str(p)) for p in full.problems]
+    names = [family.name for family in default.families]
+    if reason == "interleaved_series" and fmt is Format.TEXT:
+        assert found == []  # the text format allows it: the series are regrouped
+        assert names == ["h", "z"]
+    else:
+        assert [p.reason for p in default.problems] == [reason]
+        assert names == ["z"]
+    _served_valid(default.families, fmt)
+
+
+# Series appended after the heads laid out on an earlier scrape: only the tail is laid out, and
+# it must not repeat an earlier series (a summary's tail can: its series need no quantile line).
+APPENDED = {
+    "new_series": (
+        "histogram",
+        b'h_bucket{a="3",le="+Inf"} 4\nh_count{a="3"} 4\nh_sum{a="3"} 1\n',
+        None,
+    ),
+    "new_series_broken": ("histogram", b'h_bucket{a="3",le="1"} 4\n', "missing_inf_bucket"),
+    "last_series_continued": ("histogram", b'h_bucket{a="2",le="9"} 1\n', "bucket_order"),
+    "summary_new_series": ("summary", b's{a="2",quantile="1"} 3\ns_count{a="2"} 1\n', None),
+    "summary_earlier_series_again": (
+        "summary",
+        b's{a="2",quantile="1"} 3\ns{a="1",quantile="1"} 3\n',
+        "interleaved_series",
+    ),
+}
+
+
+@pytest.mark.parametrize(("kind", "tail", "reason"), APPENDED.values(), ids=list(APPENDED))
+def test_series_appended_to_a_laid_out_block(kind: str, tail: bytes, reason: str | None) -> None:
+    fmt = Format.OPENMETRICS
+    caches = CodecCaches()
+    valid = HISTOGRAM if kind == "histogram" else SUMMARY
+    read_exposition(_payload(kind, valid, fmt), fmt, caches=caches)
+    payload = _payload(kind, valid + tail, fmt)
+    default = read_exposition(payload, fmt, caches=caches)
+    full = read_exposition(payload, fmt, Verify.FULL)
+    found = [(problem.reason, str(problem)) for problem in default.problems]
+    assert found == [(p.reason, str(p)) for p in full.problems]
+    assert [p.reason for p in default.problems] == ([reason] if reason else [])
+    if reason is None:
+        assert isinstance(default.families[0], RawFamily)
+    _served_valid(default.families, fmt)
