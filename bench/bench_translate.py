@@ -8,7 +8,7 @@ payload: successive scrapes of one simulated engine, 5 s apart, as the sidecar s
 caches that key on repeated bytes (header pairs, parsed lines) help only as much as they would
 in production. The 100 KB row is the one real fixture, the same bytes every run, so caches
 help it fully. Each payload size has one ``CodecCaches`` for all its runs, as the service's
-bridge keeps one for its life. Targets (issue 2): the whole default contract at most 3x split+join and at
+bridge keeps one for its life. Targets: the whole default contract at most 3x split+join and at
 least 100x faster than prometheus_client's parser on 1 MB and 10 MB; peak RSS of
 ``metricbridge translate`` on 10 MB at most 4x the payload above an empty run.
 """
