@@ -21,6 +21,9 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+
+# sys.setswitchinterval for a process whose event loop shares the GIL with this worker (cli.serve).
+SWITCH_INTERVAL = 0.001
 _Job = tuple[concurrent.futures.Future[Any], Callable[[], Any]]
 
 
