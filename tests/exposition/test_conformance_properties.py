@@ -169,22 +169,21 @@ def _served_is_valid(payload: bytes, fmt: Format, verify: Verify) -> None:
 @settings(COMMON, max_examples=200)
 @given(data=st.data())
 def test_accepted_input_is_served_valid_in_both_formats_with_full_validation(data):
-    fmt = data.draw(FORMATS)
-    payload = data.draw(_payloads(fmt))
-    if data.draw(st.booleans()):
-        payload = data.draw(_semantic_mutation(payload, _ALL_OPS))
-    if data.draw(st.booleans()):
-        payload = data.draw(mutate(payload))
-    _served_is_valid(payload, fmt, Verify.FULL)
+    _served_is_valid(*_drawn_input(data), Verify.FULL)
 
 
 @settings(COMMON, max_examples=100)
 @given(data=st.data())
 def test_accepted_input_is_served_valid_in_both_formats_by_default(data):
+    _served_is_valid(*_drawn_input(data), Verify.STRUCTURE)
+
+
+def _drawn_input(data: st.DataObject) -> tuple[bytes, Format]:
+    """A generated exposition, perhaps broken by a semantic and then a byte mutation."""
     fmt = data.draw(FORMATS)
     payload = data.draw(_payloads(fmt))
     if data.draw(st.booleans()):
         payload = data.draw(_semantic_mutation(payload, _ALL_OPS))
     if data.draw(st.booleans()):
         payload = data.draw(mutate(payload))
-    _served_is_valid(payload, fmt, Verify.STRUCTURE)
+    return payload, fmt

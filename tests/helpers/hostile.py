@@ -209,15 +209,20 @@ class BridgeProcess:
 
     def stop(self) -> int:
         """SIGTERM and wait; the exit code (killed after 20 s: a test failure of its own)."""
-        if self.popen.poll() is None:
-            self.popen.send_signal(signal.SIGTERM)
-            try:
-                self.popen.wait(20)
-            except subprocess.TimeoutExpired:
-                self.popen.kill()
-                self.popen.wait()
+        terminate(self.popen)
         self._log.close()
         return self.popen.returncode
+
+
+def terminate(popen: subprocess.Popen[Any]) -> None:
+    """SIGTERM and wait; killed after 20 s (the caller's checks then fail on its exit code)."""
+    if popen.poll() is None:
+        popen.send_signal(signal.SIGTERM)
+    try:
+        popen.wait(20)
+    except subprocess.TimeoutExpired:
+        popen.kill()
+        popen.wait()
 
 
 class Helper:
@@ -252,13 +257,7 @@ class Helper:
         """SIGTERM; wait for its last lines. Returns its stderr (empty unless it broke)."""
         if self.popen.stderr is None or self.popen.stderr.closed:
             return ""  # stopped already
-        if self.popen.poll() is None:
-            self.popen.send_signal(signal.SIGTERM)
-        try:
-            self.popen.wait(20)
-        except subprocess.TimeoutExpired:
-            self.popen.kill()
-            self.popen.wait()
+        terminate(self.popen)
         self._reader.join(10)  # stdout is the reader thread's alone: it gets the last line
         assert self.popen.stderr is not None
         err = self.popen.stderr.read()
