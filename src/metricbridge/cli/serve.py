@@ -41,7 +41,7 @@ from metricbridge.service.server import (
     with_idle_switch,
 )
 from metricbridge.service.snapshot import FetchSettings
-from metricbridge.service.worker import SWITCH_INTERVAL
+from metricbridge.service.worker import SWITCH_INTERVAL, share_one_cpu
 
 EXIT_OK, EXIT_USAGE = 0, 2
 log = logging.getLogger("metricbridge")
@@ -106,6 +106,10 @@ def run_serve(args: argparse.Namespace) -> int:
     # 5 ms made one /-/healthy answer wait up to 0.75 s while a 50,000-series family a rule
     # reads was translated; 1 ms halves that. The interval matters only while both threads run.
     sys.setswitchinterval(SWITCH_INTERVAL)
+    # Before any thread starts: the loop's thread and the worker it starts share one CPU, so
+    # neither waits on another core for the GIL (service.worker.share_one_cpu says why).
+    if not args.no_cpu_pinning and (cpu := share_one_cpu()) is not None:
+        log.debug("the event loop and the translation worker share CPU %d", cpu)
     app = make_app(settings, config)
     app.on_startup.append(_install_sighup)
     try:

@@ -227,6 +227,17 @@ def add_service_options(
         "missing; env METRICBRIDGE_NO_SERVER_INFO=1, or true/yes/on)",
     )
     add(
+        "--no-cpu-pinning",
+        variable="METRICBRIDGE_NO_CPU_PINNING",
+        from_env=boolean,
+        default=False,
+        action="store_const",
+        const=True,
+        help="let the event loop and the translation thread run on different CPUs (by default "
+        "they share the one the process starts on, which keeps answers prompt while a large "
+        "payload is translated; env METRICBRIDGE_NO_CPU_PINNING=1)",
+    )
+    add(
         "--web.enable-lifecycle",
         variable="METRICBRIDGE_WEB_ENABLE_LIFECYCLE",
         from_env=boolean,

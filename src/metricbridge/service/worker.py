@@ -3,7 +3,8 @@
 A fetch's payload costs CPU in proportion to what the engine sends: a family a rule reads, with
 100,000 series, took seconds to translate, and on the event loop nothing else answered
 meanwhile, ``/-/healthy`` included. Here that work runs in a thread of its own, and the loop
-gets the GIL back at every switch interval (5 ms), so it keeps answering within milliseconds.
+gets the GIL back at every switch interval, so it keeps answering: promptly only when both
+threads share a CPU (``share_one_cpu``).
 
 One thread, and jobs run in the order given: the bridge's translation state and codec caches
 are not thread-safe, and every job that touches them runs here, one at a time. A daemon thread,
@@ -15,15 +16,21 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
+import os
 import queue
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 T = TypeVar("T")
 
 # sys.setswitchinterval for a process whose event loop shares the GIL with this worker (cli.serve).
 SWITCH_INTERVAL = 0.001
+# In /proc/thread-self/stat, after the ")" that ends the command name: the CPU the thread last
+# ran on (field 39 of proc(5), counted from field 3).
+_PROCESSOR_FIELD = 39 - 3
 _Job = tuple[concurrent.futures.Future[Any], Callable[[], Any]]
 
 
@@ -97,3 +104,42 @@ class Worker:
             else:
                 self._ended += 1
                 future.set_result(result)
+
+
+def share_one_cpu() -> int | None:
+    """Keep the calling thread, and every thread it starts from now on, on the CPU it is on.
+
+    The event loop and the worker take turns at the GIL. On two idle cores they convoy: the
+    loop's thread, back from each socket call, finds the worker holding the GIL and waits a
+    switch interval to get it back, so an answer of a dozen socket calls crawls. During a
+    30,000-series translation one ``/-/healthy`` took 0.7 s and a scrape's deadline answer came
+    0.45 s late. On one core the kernel runs the loop's thread as soon as it wakes, and the GIL
+    is free again as soon as its socket call returns: the same probes answered within 0.2 s and
+    the deadline answers on time. Translation is one Python thread either way; sharing a core
+    costs only what runs beside it with the GIL released (gzip, RE2's matching).
+
+    The CPU the thread is on now, where the kernel's balancing put it, and not a fixed one:
+    sidecars that all start as PID 1 would otherwise pile onto the same core. Returns the CPU,
+    or None when there is nothing to choose (one CPU allowed) or no way to (not Linux).
+    """
+    try:
+        allowed = os.sched_getaffinity(0)
+    except (AttributeError, OSError):
+        return None
+    if len(allowed) < 2:
+        return None
+    cpu = _current_cpu()
+    if cpu is None or cpu not in allowed:
+        cpu = min(allowed)
+    try:
+        os.sched_setaffinity(0, {cpu})
+    except OSError:  # a cpuset changed under us, or a seccomp profile forbids it
+        return None
+    return cpu
+
+
+def _current_cpu() -> int | None:
+    with contextlib.suppress(OSError, IndexError, ValueError):
+        stat = Path("/proc/thread-self/stat").read_text(encoding="ascii")
+        return int(stat.rpartition(")")[2].split()[_PROCESSOR_FIELD])
+    return None
