@@ -9,15 +9,22 @@ an earlier scrape (warm caches) as well as on first sight.
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_om
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 
+from helpers.paths import OM_FIXTURES, TEXT_FIXTURES
 from helpers.promtool import promtool_check_metrics
+from metricbridge.exposition import reader as reader_module
 from metricbridge.exposition.caches import CodecCaches
+from metricbridge.exposition.raw_rules import CHECKED_TYPES, BlockSplit
 from metricbridge.exposition.reader import read_exposition
+from metricbridge.exposition.semantics import screen_raw
 from metricbridge.exposition.writer import write_exposition
-from metricbridge.model.family import Format, RawFamily, Verify
+from metricbridge.model.family import AnyFamily, FamilyMeta, Format, MetricType, RawFamily, Verify
 
 HISTOGRAM = b"""\
 h_bucket{a="1",le="0.5"} 1
@@ -184,3 +191,50 @@ def test_series_appended_to_a_laid_out_block(kind: str, tail: bytes, reason: str
     if reason is None:
         assert isinstance(default.families[0], RawFamily)
     _served_valid(default.families, fmt)
+
+
+def _split(family: RawFamily) -> tuple[list[bytes], list[bytes]]:
+    parts = bytes(family.body).replace(b"\n", b" \n").split(b" ")
+    return parts[0:-1:2], parts[1::2]
+
+
+@pytest.mark.parametrize("path", TEXT_FIXTURES + OM_FIXTURES, ids=lambda path: path.name)
+def test_the_reader_hands_over_each_raw_block_split_as_its_body_splits(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The heads and values the reader proved are handed to the screen, not split again: each
+    one is its own family's body split, and every raw histogram and summary of a warm read has
+    one."""
+    handed: list[tuple[list[AnyFamily], dict[int, BlockSplit]]] = []
+
+    def spy(families: list[AnyFamily], fmt: Format, **kwargs: Any) -> Any:
+        handed.append((list(families), dict(kwargs.get("splits") or {})))
+        return screen_raw(families, fmt, **kwargs)
+
+    monkeypatch.setattr(reader_module, "screen_raw", spy)
+    fmt = Format.OPENMETRICS if path.name.endswith(".om.txt") else Format.TEXT
+    caches = CodecCaches()
+    for _ in range(2):  # the second read takes every header from the cache: the fast path
+        read_exposition(path.read_bytes(), fmt, caches=caches)
+    families, splits = handed[-1]
+    checked = [f for f in families if isinstance(f, RawFamily) and f.meta.type in CHECKED_TYPES]
+    assert {id(f) for f in checked} == set(splits)
+    for family in checked:
+        split = splits[id(family)]
+        assert split.family is family
+        assert (split.heads, split.values) == _split(family)
+
+
+def test_a_split_made_for_another_family_is_not_used() -> None:
+    """A split is taken only for the family it was made for: a valid block's split handed for a
+    broken one would let the broken one through."""
+    broken = HISTOGRAM.replace(b'h_count{a="1"} 2', b'h_count{a="1"} 7', 1)
+    meta = FamilyMeta("h", MetricType.HISTOGRAM, "help")
+    target = RawFamily(meta, memoryview(broken), Format.TEXT, 3, broken.count(b"\n"))
+    other = RawFamily(meta, memoryview(HISTOGRAM), Format.TEXT, 3, HISTOGRAM.count(b"\n"))
+    assert screen_raw([target], Format.TEXT)[0] == []  # the premise: it is refused
+    heads, values = _split(other)
+    misplaced = {id(target): BlockSplit(other, heads, values)}
+    kept, problems = screen_raw([target], Format.TEXT, splits=misplaced)
+    assert kept == []
+    assert [p.reason for p in problems] == ["count_mismatch"]

@@ -38,12 +38,13 @@ class ProvenHeads:
         return heads + pieces + SKELETON_OVERHEAD * len(self.skeletons)
 
 
-def prove_block(
+def prove_block(  # noqa: PLR0913, PLR0917 - the block, how to judge it, where to put its split
     block: bytes,
     needles: tuple[bytes, ...],
     fmt: Format,
     caches: CodecCaches | None,
     values: list[list[bytes]] | None = None,
+    heads_out: list[list[bytes]] | None = None,
 ) -> int:
     """The block's line count if it can be served as it is, else -1 (the exact path decides).
 
@@ -56,8 +57,9 @@ def prove_block(
     with every other block's (one set of C calls per payload, not per block); the heads are
     either those proven for this block before
     (``caches.proven_heads``: one list comparison, in C) or are proven now (``heads_proven``),
-    only the new ones one by one when some are known. Why this is enough: the invariant in
-    ``exposition.reader``'s docstring.
+    only the new ones one by one when some are known. Given ``heads_out``, the heads are
+    appended to it beside the values, for checks that need the same split (``raw_rules``). Why
+    this is enough: the invariant in ``exposition.reader``'s docstring.
     """
     if not needles or not block.startswith(tuple(needle[1:] for needle in needles)):
         return -1  # not even the first line is one of the family's labelled samples
@@ -82,6 +84,8 @@ def prove_block(
             cache.put(key, proven, proven.size())
     if values is not None:
         values.append(parts[1::2])
+    if heads_out is not None:
+        heads_out.append(heads)
     return lines
 
 

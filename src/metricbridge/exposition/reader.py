@@ -84,6 +84,7 @@ from metricbridge.exposition.caches import CodecCaches, KnownHeader
 from metricbridge.exposition.created_series import merge_created_families
 from metricbridge.exposition.family_builder import Builder, Exposition, GeneralReader
 from metricbridge.exposition.family_parse import unescape_help
+from metricbridge.exposition.raw_rules import CHECKED_TYPES, BlockSplit
 from metricbridge.exposition.semantics import screen_raw
 from metricbridge.model.family import FamilyMeta, Format, RawFamily, Verify
 from metricbridge.model.family_names import TEXT_TYPES, allowed_suffixes, fast_needles, wire_names
@@ -116,6 +117,8 @@ class _Reader(GeneralReader):
         self.exact = exact
         self.value_blocks: list[int] = []
         self.values: list[list[bytes]] = []
+        # Raw histograms and summaries as split to be proven, for screen_raw to check again.
+        self.splits: dict[int, BlockSplit] = {}
 
     def run(self) -> Exposition:
         payload, size, pos = self.payload, len(self.payload), 0
@@ -154,15 +157,23 @@ class _Reader(GeneralReader):
                 if not values_proven(values, self.caches)
             )
             again = _Reader(self.payload, self.fmt, self.verify, caches=self.caches, exact=bad)
-            return again.run()
+            exposition = again.run()
+            self.splits = again.splits
+            return exposition
         return self.result
 
-    def _prove(self, start: int, end: int, needles: tuple[bytes, ...]) -> int:
+    def _prove(
+        self,
+        start: int,
+        end: int,
+        needles: tuple[bytes, ...],
+        heads: list[list[bytes]] | None = None,
+    ) -> int:
         """``prove_block`` for ``payload[start:end]``, its values left for the end of the pass."""
         if start in self.exact:
             return -1
-        values = self.values
-        lines = prove_block(self.payload[start:end], needles, self.fmt, self.caches, values)
+        block = self.payload[start:end]
+        lines = prove_block(block, needles, self.fmt, self.caches, self.values, heads)
         if lines > 0:
             self.value_blocks.append(start)
         return lines
@@ -213,7 +224,8 @@ class _Reader(GeneralReader):
         if not known.needles or start >= size or payload[start] in b"#\n":
             return -1
         stop = next_comment(payload, start, size)
-        lines = self._prove(start, stop, known.needles)
+        heads: list[list[bytes]] | None = [] if known.meta.type in CHECKED_TYPES else None
+        lines = self._prove(start, stop, known.needles, heads)
         if lines <= 0:
             return -1
         if self.current is not None:
@@ -227,6 +239,8 @@ class _Reader(GeneralReader):
                 body = self.view[start:stop]
                 family = RawFamily(known.meta, body, self.fmt, self.line + 2, lines)
                 self.result.families.append(family)
+                if heads:
+                    self.splits[id(family)] = BlockSplit(family, heads[0], self.values[-1])
             self.line += 2 + lines
             return stop
         meta = known.meta
@@ -309,7 +323,8 @@ def read_exposition(
     elif not payload.endswith(b"\n"):
         line = payload.count(b"\n") + 1
         raise ExpositionError("last line has no terminating newline (truncated body?)", line=line)
-    exposition = _Reader(payload, fmt, verify, caches=caches).run()
+    reader = _Reader(payload, fmt, verify, caches=caches)
+    exposition = reader.run()
     if not exposition.families and exposition.problems and not exposition.headers_seen:
         # An HTML error page or a health check's "OK" served as text/plain: not an exposition.
         first = exposition.problems[0]
@@ -318,6 +333,8 @@ def read_exposition(
         exposition.families, problems = merge_created_families(exposition.families, caches=caches)
         exposition.problems.extend(problems)
     # Parsed families met their type's rules as they closed; the raw ones are screened here.
-    exposition.families, problems = screen_raw(exposition.families, fmt, caches=caches)
+    exposition.families, problems = screen_raw(
+        exposition.families, fmt, caches=caches, splits=reader.splits
+    )
     exposition.problems.extend(problems)
     return exposition

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from metricbridge.errors import ExpositionError
 from metricbridge.exposition.caches import CodecCaches
 from metricbridge.exposition.family_parse import parse_family
-from metricbridge.exposition.raw_rules import needs_parse
+from metricbridge.exposition.raw_rules import BlockSplit, needs_parse
 from metricbridge.model.family import (
     AnyFamily,
     Family,
@@ -370,7 +370,11 @@ _SCANNED = frozenset({MetricType.COUNTER, MetricType.HISTOGRAM, MetricType.SUMMA
 
 
 def screen_raw(
-    families: list[AnyFamily], fmt: Format, *, caches: CodecCaches | None = None
+    families: list[AnyFamily],
+    fmt: Format,
+    *,
+    caches: CodecCaches | None = None,
+    splits: Mapping[int, BlockSplit] | None = None,
 ) -> tuple[list[AnyFamily], list[ExpositionError]]:
     """The fast path's unparsed families held to the rules, without parsing most of them.
 
@@ -378,14 +382,20 @@ def screen_raw(
     regex search finds any value that is negative, NaN or infinite; a raw histogram or summary
     is also held to its rules across samples (``raw_rules``). Only a family either may break is
     parsed and held to every rule, as the exact path holds it (a text family's series
-    regrouped); a header-only rule (UNIT) is checked on every family.
+    regrouped); a header-only rule (UNIT) is checked on every family. ``splits``: the bodies
+    the reader split already, by ``id()`` of their family.
     """
     kept: list[AnyFamily] = []
     problems: list[ExpositionError] = []
+    splits = splits or {}
     for family in families:
-        served, problem = (
-            _screened(family, fmt, caches) if isinstance(family, RawFamily) else (family, None)
-        )
+        if isinstance(family, RawFamily):
+            split = splits.get(id(family))
+            if split is not None and split.family is not family:
+                split = None
+            served, problem = _screened(family, fmt, caches, split)
+        else:
+            served, problem = family, None
         if served is not None:
             kept.append(served)
         if problem is not None:
@@ -394,13 +404,13 @@ def screen_raw(
 
 
 def _screened(
-    family: RawFamily, fmt: Format, caches: CodecCaches | None
+    family: RawFamily, fmt: Format, caches: CodecCaches | None, split: BlockSplit | None
 ) -> tuple[AnyFamily | None, ExpositionError | None]:
     meta = family.meta
     # Named as its TYPE line names it, as the reader names the families it drops.
     declared = sample_base(meta.name, meta.type) if fmt is Format.OPENMETRICS else meta.name
     suspect = meta.type in _SCANNED and _SUSPECT_VALUE.search(family.body) is not None
-    if suspect or needs_parse(family, fmt, caches):
+    if suspect or needs_parse(family, fmt, caches, split):
         parsed = parse_family(family, caches=caches)
         lines = range(family.first_line, family.first_line + len(parsed.samples))
         served, problem = checked(meta, parsed.samples, lines, fmt, declared)
