@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_om
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 
@@ -20,7 +22,7 @@ from helpers.paths import OM_FIXTURES, TEXT_FIXTURES
 from helpers.promtool import promtool_check_metrics
 from metricbridge.exposition import reader as reader_module
 from metricbridge.exposition.caches import CodecCaches
-from metricbridge.exposition.raw_rules import CHECKED_TYPES, BlockSplit
+from metricbridge.exposition.raw_rules import CHECKED_TYPES, BlockSplit, Layout, values_agree
 from metricbridge.exposition.reader import read_exposition
 from metricbridge.exposition.semantics import screen_raw
 from metricbridge.exposition.writer import write_exposition
@@ -238,3 +240,48 @@ def test_a_split_made_for_another_family_is_not_used() -> None:
     kept, problems = screen_raw([target], Format.TEXT, splits=misplaced)
     assert kept == []
     assert [p.reason for p in problems] == ["count_mismatch"]
+
+
+def _agree_one_by_one(layout: Layout, values: list[bytes], mtype: MetricType) -> bool:
+    """What ``values_agree`` decides, spelled out: each value converted where it is used."""
+    number = [float(value) for value in values]
+    if not all(number[i].is_integer() for i in layout.whole):
+        return False
+    if mtype is MetricType.SUMMARY:
+        return True
+    cumulative = all(
+        number[a] <= number[b] for a, b in zip(layout.lower, layout.upper, strict=True)
+    )
+    return cumulative and all(
+        number[a] == number[b] for a, b in zip(layout.counts, layout.infs, strict=True)
+    )
+
+
+_SPELLINGS = st.sampled_from(
+    [b"0", b"0.0", b"1", b"1.0", b"2", b"2.5", b"3.0", b"1e+06", b"1.5e+06", b"0.25"]
+)
+
+
+@given(
+    data=st.data(),
+    size=st.integers(min_value=1, max_value=30),
+    mtype=st.sampled_from(CHECKED_TYPES),
+)
+def test_values_agree_decides_as_each_value_checked_one_by_one(
+    data: st.DataObject, size: int, mtype: MetricType
+) -> None:
+    """Converting each distinct spelling once decides as converting every value would."""
+    values = data.draw(st.lists(_SPELLINGS, min_size=size, max_size=size))
+    index = st.integers(min_value=0, max_value=size - 1)
+    pairs = data.draw(st.lists(st.tuples(index, index), max_size=size))
+    ties = data.draw(st.lists(st.tuples(index, index), max_size=3))
+    layout = Layout(
+        [b""] * size,
+        True,  # noqa: FBT003 - the field: "sound"
+        data.draw(st.lists(index, max_size=size)),
+        [a for a, _ in pairs],
+        [b for _, b in pairs],
+        [a for a, _ in ties],
+        [b for _, b in ties],
+    )
+    assert values_agree(layout, values, mtype) == _agree_one_by_one(layout, values, mtype)
