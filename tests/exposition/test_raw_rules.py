@@ -285,3 +285,56 @@ def test_values_agree_decides_as_each_value_checked_one_by_one(
         [b for _, b in ties],
     )
     assert values_agree(layout, values, mtype) == _agree_one_by_one(layout, values, mtype)
+
+
+def _read_signed(
+    payload: bytes, fmt: Format, monkeypatch: pytest.MonkeyPatch, *, force: bool
+) -> tuple[list[AnyFamily], list[str], bool]:
+    """A warm read's families, problems and the ``signed`` the reader gave the screen; with
+    ``force``, the screen searches every body whatever the reader said."""
+    said: list[bool] = []
+
+    def spy(families: list[AnyFamily], fmt: Format, **kwargs: Any) -> Any:
+        said.append(kwargs["signed"])
+        return screen_raw(
+            families, fmt, **{**kwargs, "signed": True if force else kwargs["signed"]}
+        )
+
+    monkeypatch.setattr(reader_module, "screen_raw", spy)
+    caches = CodecCaches()
+    read_exposition(payload, fmt, caches=caches)
+    exposition = read_exposition(payload, fmt, caches=caches)
+    return exposition.families, [str(p) for p in exposition.problems], said[-1]
+
+
+SIGNED_IN_A_COUNTER = (
+    b"# HELP g help\n# TYPE g gauge\n"
+    b'g{a="1"} NaN\n'
+    b"# HELP c_total help\n# TYPE c_total counter\n"
+    b'c_total{a="1"} 2\nc_total{a="2"} -3\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("payload", "fmt", "signed"),
+    [
+        *((path.read_bytes(), Format.TEXT, False) for path in TEXT_FIXTURES),
+        (SIGNED_IN_A_COUNTER, Format.TEXT, True),
+        (SIGNED_IN_A_COUNTER.replace(b"-3", b"NaN"), Format.TEXT, True),
+        (SIGNED_IN_A_COUNTER.replace(b"-3", b"+Inf"), Format.TEXT, True),
+        (SIGNED_IN_A_COUNTER.replace(b"-3", b"3"), Format.TEXT, False),
+    ],
+    ids=[*(path.name for path in TEXT_FIXTURES), "negative", "nan", "inf", "nan_gauge_only"],
+)
+def test_bodies_are_searched_for_a_signed_value_only_when_the_reader_saw_one(
+    payload: bytes, fmt: Format, signed: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no proven value starting with a sign, N or I, the screen skips its body search;
+    what it serves and refuses is what searching every body gives."""
+    families, problems, said = _read_signed(payload, fmt, monkeypatch, force=False)
+    assert said is signed
+    forced_families, forced_problems, _ = _read_signed(payload, fmt, monkeypatch, force=True)
+    assert write_exposition(families, fmt) == write_exposition(forced_families, fmt)
+    assert problems == forced_problems
+    if payload is SIGNED_IN_A_COUNTER:
+        assert [p for p in problems if "c_total" in p], problems  # refused, whichever way

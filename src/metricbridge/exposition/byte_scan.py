@@ -18,6 +18,8 @@ _LABEL_NAME = re.compile(rb"[a-zA-Z_][a-zA-Z0-9_]*")
 # Per head held by ``proven_heads``, beyond its len(): the bytes object and its list slot; and
 # per skeleton, its tuple, pieces and the two dict slots that hold it.
 HEAD_OVERHEAD = 48
+# The first bytes of the proven values a counter, histogram or summary may not have.
+_SIGNED = frozenset(b"+-NI")
 SKELETON_OVERHEAD = 400
 
 Skeleton = tuple[bytes, ...]
@@ -93,13 +95,12 @@ def values_proven(values: Iterable[bytes], caches: CodecCaches | None) -> bool:
     """Whether every value is a number both wire formats and every reader accept as written.
 
     The distinct spellings (a twelfth of an engine's values at 1 MB, a twentieth at 10 MB),
-    each translated to its shape (``model.numbers.VALUE_SHAPE``), give the distinct shapes: a
-    few dozen, each judged once (``canonical_shape``) and remembered (``caches.proven_values``).
-    Joining every value, translating and splitting the whole took three times as long.
+    each translated to its shape (``value_shapes``), give the distinct shapes: a few dozen,
+    each judged once (``canonical_shape``) and remembered (``caches.proven_values``). Joining
+    every value, translating and splitting the whole took three times as long.
     """
-    shapes = {value.translate(VALUE_SHAPE) for value in set(values)}
     cache = caches.proven_values if caches is not None else None
-    for shape in shapes:
+    for shape in value_shapes(values):
         if cache is not None and cache.get(shape) is not None:
             continue
         if not canonical_shape(shape):
@@ -107,6 +108,20 @@ def values_proven(values: Iterable[bytes], caches: CodecCaches | None) -> bool:
         if cache is not None:
             cache.put(shape, True, len(shape))  # noqa: FBT003 - the value: "proven"
     return True
+
+
+def value_shapes(values: Iterable[bytes]) -> set[bytes]:
+    """The distinct shapes (``model.numbers.VALUE_SHAPE``) of these values."""
+    return {value.translate(VALUE_SHAPE) for value in set(values)}
+
+
+def any_signed(shapes: Iterable[bytes]) -> bool:
+    """Whether a proven value of these shapes may be negative, NaN or infinite.
+
+    A proven value is one of those exactly when it starts with a sign, ``N`` or ``I``
+    (``model.numbers``' canonical shapes): what ``semantics.screen_raw`` searches bodies for.
+    """
+    return any(not shape or shape[0] in _SIGNED for shape in shapes)
 
 
 def heads_proven(

@@ -74,10 +74,12 @@ from itertools import chain
 
 from metricbridge.errors import ExpositionError, LineError
 from metricbridge.exposition.byte_scan import (
+    any_signed,
     is_utf8,
     needs_exact_parser,
     next_comment,
     prove_block,
+    value_shapes,
     values_proven,
 )
 from metricbridge.exposition.caches import CodecCaches, KnownHeader
@@ -85,7 +87,7 @@ from metricbridge.exposition.created_series import merge_created_families
 from metricbridge.exposition.family_builder import Builder, Exposition, GeneralReader
 from metricbridge.exposition.family_parse import unescape_help
 from metricbridge.exposition.raw_rules import CHECKED_TYPES, BlockSplit
-from metricbridge.exposition.semantics import screen_raw
+from metricbridge.exposition.semantics import SCANNED_TYPES, screen_raw
 from metricbridge.model.family import FamilyMeta, Format, RawFamily, Verify
 from metricbridge.model.family_names import TEXT_TYPES, allowed_suffixes, fast_needles, wire_names
 
@@ -119,6 +121,11 @@ class _Reader(GeneralReader):
         self.values: list[list[bytes]] = []
         # Raw histograms and summaries as split to be proven, for screen_raw to check again.
         self.splits: dict[int, BlockSplit] = {}
+        # The values of the blocks of counters, histograms and summaries (which may not have a
+        # negative, NaN or infinite value), and whether one of them may be such a value: then
+        # screen_raw searches those families' bodies. A NaN gauge is common and allowed.
+        self.scanned: list[list[bytes]] = []
+        self.signed = True
 
     def run(self) -> Exposition:
         payload, size, pos = self.payload, len(self.payload), 0
@@ -158,8 +165,9 @@ class _Reader(GeneralReader):
             )
             again = _Reader(self.payload, self.fmt, self.verify, caches=self.caches, exact=bad)
             exposition = again.run()
-            self.splits = again.splits
+            self.splits, self.signed = again.splits, again.signed
             return exposition
+        self.signed = any_signed(value_shapes(chain.from_iterable(self.scanned)))
         return self.result
 
     def _prove(
@@ -228,6 +236,8 @@ class _Reader(GeneralReader):
         lines = self._prove(start, stop, known.needles, heads)
         if lines <= 0:
             return -1
+        if known.meta.type in SCANNED_TYPES:
+            self.scanned.append(self.values[-1])
         if self.current is not None:
             self._finish()
         self.result.headers_seen = True
@@ -292,6 +302,8 @@ class _Reader(GeneralReader):
             )
             lines = self._prove(start, end, needles)
             if lines > 0:
+                if builder.type in SCANNED_TYPES:
+                    self.scanned.append(self.values[-1])
                 builder.pieces.append((self.view[start:end], self.line, lines))
                 builder.has_samples = builder.declared_spelling = True
                 return lines
@@ -334,7 +346,7 @@ def read_exposition(
         exposition.problems.extend(problems)
     # Parsed families met their type's rules as they closed; the raw ones are screened here.
     exposition.families, problems = screen_raw(
-        exposition.families, fmt, caches=caches, splits=reader.splits
+        exposition.families, fmt, caches=caches, splits=reader.splits, signed=reader.signed
     )
     exposition.problems.extend(problems)
     return exposition

@@ -366,7 +366,7 @@ def checked(
 # A value right after a label set that starts like a negative, NaN or infinite number: the only
 # bytes the fast path lets through that a counter, histogram or summary may not have.
 _SUSPECT_VALUE = re.compile(rb"\} [-+NnIi]")
-_SCANNED = frozenset({MetricType.COUNTER, MetricType.HISTOGRAM, MetricType.SUMMARY})
+SCANNED_TYPES = frozenset({MetricType.COUNTER, MetricType.HISTOGRAM, MetricType.SUMMARY})
 
 
 def screen_raw(
@@ -375,6 +375,7 @@ def screen_raw(
     *,
     caches: CodecCaches | None = None,
     splits: Mapping[int, BlockSplit] | None = None,
+    signed: bool = True,
 ) -> tuple[list[AnyFamily], list[ExpositionError]]:
     """The fast path's unparsed families held to the rules, without parsing most of them.
 
@@ -383,7 +384,9 @@ def screen_raw(
     is also held to its rules across samples (``raw_rules``). Only a family either may break is
     parsed and held to every rule, as the exact path holds it (a text family's series
     regrouped); a header-only rule (UNIT) is checked on every family. ``splits``: the bodies
-    the reader split already, by ``id()`` of their family.
+    the reader split already, by ``id()`` of their family. ``signed`` False: the reader saw
+    every raw value of these types and none may be negative, NaN or infinite, so no body is
+    searched for one.
     """
     kept: list[AnyFamily] = []
     problems: list[ExpositionError] = []
@@ -393,7 +396,7 @@ def screen_raw(
             split = splits.get(id(family))
             if split is not None and split.family is not family:
                 split = None
-            served, problem = _screened(family, fmt, caches, split)
+            served, problem = _screened(family, fmt, caches, split, signed=signed)
         else:
             served, problem = family, None
         if served is not None:
@@ -404,12 +407,19 @@ def screen_raw(
 
 
 def _screened(
-    family: RawFamily, fmt: Format, caches: CodecCaches | None, split: BlockSplit | None
+    family: RawFamily,
+    fmt: Format,
+    caches: CodecCaches | None,
+    split: BlockSplit | None,
+    *,
+    signed: bool,
 ) -> tuple[AnyFamily | None, ExpositionError | None]:
     meta = family.meta
     # Named as its TYPE line names it, as the reader names the families it drops.
     declared = sample_base(meta.name, meta.type) if fmt is Format.OPENMETRICS else meta.name
-    suspect = meta.type in _SCANNED and _SUSPECT_VALUE.search(family.body) is not None
+    suspect = (
+        signed and meta.type in SCANNED_TYPES and _SUSPECT_VALUE.search(family.body) is not None
+    )
     if suspect or needs_parse(family, fmt, caches, split):
         parsed = parse_family(family, caches=caches)
         lines = range(family.first_line, family.first_line + len(parsed.samples))
