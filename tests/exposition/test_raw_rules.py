@@ -338,3 +338,16 @@ def test_bodies_are_searched_for_a_signed_value_only_when_the_reader_saw_one(
     assert problems == forced_problems
     if payload is SIGNED_IN_A_COUNTER:
         assert [p for p in problems if "c_total" in p], problems  # refused, whichever way
+
+
+def test_a_layout_shares_the_heads_the_proven_heads_cache_holds() -> None:
+    """Laid out from a block whose heads were proven before, a histogram's layout holds the
+    very list the proven heads cache holds, not a second copy of every head."""
+    payload = _payload("histogram", HISTOGRAM, Format.TEXT)
+    caches = CodecCaches()
+    for _ in range(2):  # the first read proves and lays out the heads; the second shares them
+        read_exposition(payload, Format.TEXT, caches=caches)
+    layouts = [layout for layout, _ in caches.raw_layouts._data.values()]
+    proven = [heads.heads for heads, _ in caches.proven_heads._data.values()]
+    assert len(layouts) == 1
+    assert any(layouts[0].heads is heads for heads in proven)

@@ -84,6 +84,10 @@ def prove_block(  # noqa: PLR0913, PLR0917 - the block, how to judge it, where t
             return -1
         if cache is not None:
             cache.put(key, proven, proven.size())
+    else:
+        # The equal list the cache holds, for heads_out: a layout kept of these heads (raw_rules)
+        # then shares its bytes instead of holding a second copy of every head.
+        heads = known.heads
     if values is not None:
         values.append(parts[1::2])
     if heads_out is not None:

@@ -19,6 +19,7 @@ these checks only decide which blocks need that, and never accept what it would 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
@@ -120,8 +121,16 @@ def needs_parse(
     cache = caches.raw_layouts if caches is not None else None
     key = (fmt, mtype, base, heads[0])
     layout = cache.get(key) if cache is not None else None
-    if layout is None or layout.heads != heads:
-        layout = (layout and layout.grown(heads, mtype, base)) or layout_of(heads, mtype, base)
+    if layout is None or layout.heads is not heads:
+        if layout is not None and layout.heads == heads:
+            if split is None:  # fresh heads: nothing to share
+                return not (layout.sound and values_agree(layout, values, mtype))
+            # A split's heads are the list the proven heads cache holds (byte_scan.prove_block):
+            # held here too, it spares a second copy of every head, and makes this check an
+            # identity test from the next scrape on.
+            layout = dataclasses.replace(layout, heads=heads)
+        else:
+            layout = (layout and layout.grown(heads, mtype, base)) or layout_of(heads, mtype, base)
         if cache is not None:
             cache.put(key, layout, layout.size() + len(base))
     return not (layout.sound and values_agree(layout, values, mtype))
