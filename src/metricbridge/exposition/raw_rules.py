@@ -121,18 +121,18 @@ def needs_parse(
     cache = caches.raw_layouts if caches is not None else None
     key = (fmt, mtype, base, heads[0])
     layout = cache.get(key) if cache is not None else None
-    if layout is None or layout.heads is not heads:
-        if layout is not None and layout.heads == heads:
-            if split is None:  # fresh heads: nothing to share
-                return not (layout.sound and values_agree(layout, values, mtype))
-            # A split's heads are the list the proven heads cache holds (byte_scan.prove_block):
-            # held here too, it spares a second copy of every head, and makes this check an
-            # identity test from the next scrape on.
+    if layout is None or layout.heads != heads:
+        layout = (layout and layout.grown(heads, mtype, base)) or layout_of(heads, mtype, base)
+        remember = True
+    else:
+        # A split's heads are the list the proven heads cache holds (byte_scan.prove_block):
+        # held here too, it spares a second copy of every head, and makes the comparison above
+        # an identity test from the next scrape on.
+        remember = split is not None and layout.heads is not heads
+        if remember:
             layout = dataclasses.replace(layout, heads=heads)
-        else:
-            layout = (layout and layout.grown(heads, mtype, base)) or layout_of(heads, mtype, base)
-        if cache is not None:
-            cache.put(key, layout, layout.size() + len(base))
+    if remember and cache is not None:
+        cache.put(key, layout, layout.size() + len(base))
     return not (layout.sound and values_agree(layout, values, mtype))
 
 
