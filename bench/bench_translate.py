@@ -31,7 +31,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from metricbridge.config.load import load_config
 from metricbridge.exposition import reader as exposition_reader
-from metricbridge.exposition.byte_scan import values_proven
+from metricbridge.exposition.byte_scan import BlockProof, values_proven
 from metricbridge.exposition.caches import CodecCaches
 from metricbridge.exposition.reader import Exposition, read_exposition
 from metricbridge.exposition.writer import write_exposition
@@ -129,19 +129,21 @@ def verification_costs(inputs: list[bytes], rules: CompiledRules, caches: CodecC
     the reader reads the input, then replayed with the same caches.
     """
     original = exposition_reader.prove_block
-    replays: dict[int, list[tuple[bytes, tuple[bytes, ...], Format]]] = {}
+    replays: dict[int, list[tuple[bytes, tuple[bytes, ...], Format, bool]]] = {}
     for payload in inputs:
-        calls: list[tuple[bytes, tuple[bytes, ...], Format]] = []
+        calls: list[tuple[bytes, tuple[bytes, ...], Format, bool]] = []
 
-        def spy(
+        def spy(  # noqa: PLR0913 - prove_block's signature, and the list it records into
             block: bytes,
             needles: tuple[bytes, ...],
             fmt: Format,
-            *rest: object,
+            caches: CodecCaches | None,
+            *,
+            keep_values: bool = False,
             calls: list = calls,
-        ) -> int:
-            calls.append((block, needles, fmt))
-            return original(block, needles, fmt, *rest)
+        ) -> BlockProof | None:
+            calls.append((block, needles, fmt, keep_values))
+            return original(block, needles, fmt, caches, keep_values=keep_values)
 
         exposition_reader.prove_block = spy
         try:
@@ -152,8 +154,10 @@ def verification_costs(inputs: list[bytes], rules: CompiledRules, caches: CodecC
 
     def proofs(payload: bytes) -> bool:
         values: list[list[bytes]] = []
-        for block, needles, fmt in replays[id(payload)]:
-            original(block, needles, fmt, caches, values)
+        for block, needles, fmt, keep in replays[id(payload)]:
+            proof = original(block, needles, fmt, caches, keep_values=keep)
+            if proof is not None and not proof.settled and proof.values is not None:
+                values.append(proof.values)
         return values_proven(chain.from_iterable(values), caches)
 
     return median_seconds(proofs, inputs)

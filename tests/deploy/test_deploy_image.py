@@ -65,11 +65,15 @@ def test_dockerfile_passes_hadolint() -> None:
 
 
 def test_image_is_multi_stage_on_python_slim() -> None:
-    """A build stage makes the wheel, the final stage installs it on python:3.11-slim."""
+    """A build stage with a compiler makes the wheel, the final stage installs it on slim."""
     instructions = _instructions(DOCKERFILE.read_text())
     froms = [args for keyword, args in instructions if keyword == "FROM"]
-    assert froms == ["${PYTHON_IMAGE} AS build", "${PYTHON_IMAGE}"]
+    assert froms == ["${BUILD_IMAGE} AS build", "${PYTHON_IMAGE}"]
     assert ("ARG", "PYTHON_IMAGE=python:3.11-slim") in instructions
+    # The same Python on the same Debian release, with gcc: the wheel's C module runs on slim.
+    assert ("ARG", "BUILD_IMAGE=python:3.11") in instructions
+    build = instructions[: [k for k, _ in instructions].index("FROM", 3)]
+    assert any("METRICBRIDGE_REQUIRE_COMPILED=1" in args for k, args in build if k == "ENV")
     run = " ".join(args for keyword, args in _final_stage() if keyword == "RUN")
     assert "from=build" in run
     assert "pip install /dist/metricbridge-*.whl" in run

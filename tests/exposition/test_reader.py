@@ -15,7 +15,7 @@ from helpers.paths import FIXTURES
 from metricbridge.errors import ExpositionError
 from metricbridge.exposition import byte_scan
 from metricbridge.exposition import reader as exposition_reader
-from metricbridge.exposition.byte_scan import prove_block
+from metricbridge.exposition.byte_scan import prove_block, values_proven
 from metricbridge.exposition.caches import CodecCaches
 from metricbridge.exposition.family_parse import parse_family
 from metricbridge.exposition.reader import read_exposition
@@ -443,8 +443,11 @@ def test_prove_block_refuses_lines_that_are_not_head_space_value(block: bytes) -
     """Pieces out of place after the split never pass, even against heads proven before."""
     needles = (b"\ng{",)
     caches = CodecCaches()
-    assert prove_block(b'g{a="1"} 1\ng{a="2"} 2\n', needles, Format.TEXT, caches) == 2
-    assert prove_block(block, needles, Format.TEXT, caches) == -1
+    proven = prove_block(b'g{a="1"} 1\ng{a="2"} 2\n', needles, Format.TEXT, caches)
+    assert proven is not None
+    assert proven.lines == 2
+    proof = prove_block(block, needles, Format.TEXT, caches)
+    assert proof is None or not values_proven(proof.values or [], caches)
 
 
 @pytest.mark.parametrize(

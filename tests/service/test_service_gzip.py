@@ -26,6 +26,7 @@ from prometheus_client.registry import Collector
 
 from helpers.paths import FIXTURES
 from helpers.service import FakeUpstream, bridge_app
+from metricbridge.exposition import line_match
 from metricbridge.service.gzip_framing import close_gzip, gzip_member, open_gzip
 
 OM_ACCEPT = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"
@@ -89,7 +90,8 @@ async def test_gzip_response_is_one_member(aiohttp_server, aiohttp_client, fmt: 
     assert body.startswith(engine + b"# HELP metricbridge_scrapes")
     samples = {key[1:]: value for key, value in _samples(body, fmt).items()}
     assert samples["metricbridge_scrapes_total", (("format", fmt),)] == 2.0  # this one counted
-    assert any(key[0] == "metricbridge_build_info" for key in samples)  # the last family
+    (build,) = [labels for name, labels in samples if name == "metricbridge_build_info"]
+    assert dict(build)["reader"] == ("compiled" if line_match.COMPILED else "python")
     assert body.count(b"# EOF") == (fmt == "openmetrics")
     assert body.endswith(b"# EOF\n") is (fmt == "openmetrics")
 

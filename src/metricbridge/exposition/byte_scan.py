@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from metricbridge.exposition.caches import CodecCaches
+from metricbridge.exposition.line_match import match_heads
 from metricbridge.model.family import Format
 from metricbridge.model.numbers import VALUE_SHAPE, canonical_shape
 
@@ -40,59 +41,75 @@ class ProvenHeads:
         return heads + pieces + SKELETON_OVERHEAD * len(self.skeletons)
 
 
-def prove_block(  # noqa: PLR0913, PLR0917 - the block, how to judge it, where to put its split
+@dataclass(frozen=True, slots=True)
+class BlockProof:
+    """What ``prove_block`` found a block to be: its lines, its heads and its values."""
+
+    lines: int
+    heads: list[bytes]  # the proven heads (the list ``proven_heads`` holds, when it holds them)
+    values: list[bytes] | None  # None only when ``settled`` and not asked for
+    # Every value is proven already (``line_match.SIMPLE_VALUE``: canonical, unsigned), so
+    # the caller need not prove them, nor search them for negative, NaN or infinite counts.
+    settled: bool
+
+
+def prove_block(
     block: bytes,
     needles: tuple[bytes, ...],
     fmt: Format,
     caches: CodecCaches | None,
-    values: list[list[bytes]] | None = None,
-    heads_out: list[list[bytes]] | None = None,
-) -> int:
-    """The block's line count if it can be served as it is, else -1 (the exact path decides).
+    *,
+    keep_values: bool = False,
+) -> BlockProof | None:
+    """The block's heads and values if it can be served as it is, else None (the exact path).
 
     ``block`` starts a line and ends with a newline; ``needles`` are the family's newline +
-    sample name + ``{`` prefixes (``family_names.fast_needles``). Putting a space before every
-    newline and splitting at spaces gives each line's head (its name and label set, the newline
-    before it included) and its value, alternately, in two C calls: exactly so when every line
-    is ``HEAD VALUE``, and with some piece out of place otherwise. The values are proven in
-    bulk (``values_proven``), or, given ``values``, appended to it for the caller to prove
-    with every other block's (one set of C calls per payload, not per block); the heads are
-    either those proven for this block before
-    (``caches.proven_heads``: one list comparison, in C) or are proven now (``heads_proven``),
-    only the new ones one by one when some are known. Given ``heads_out``, the heads are
-    appended to it beside the values, for checks that need the same split (``raw_rules``). Why
+    sample name + ``{`` prefixes (``family_names.fast_needles``). The heads are proven here;
+    the values, unless ``settled``, are left to the caller to prove in bulk (``values_proven``)
+    with every other block's: one set of C calls per payload, not per block. ``keep_values``:
+    the values are wanted even when settled (``raw_rules`` checks a histogram's).
+
+    Heads equal to those proven for this block before (``caches.proven_heads``) are proven:
+    compared in one compiled pass when ``line_match`` is built, else in Python. Putting a space
+    before every newline and splitting at spaces gives each line's head (its name and label
+    set, the newline before it included) and its value, alternately, in two C calls: exactly
+    so when every line is ``HEAD VALUE``, and with some piece out of place otherwise. New heads
+    are proven now (``heads_proven``), only the new ones one by one when some are known. Why
     this is enough: the invariant in ``exposition.reader``'s docstring.
     """
     if not needles or not block.startswith(tuple(needle[1:] for needle in needles)):
-        return -1  # not even the first line is one of the family's labelled samples
+        return None  # not even the first line is one of the family's labelled samples
+    cache = caches.proven_heads if caches is not None else None
+    known = None
+    if cache is not None:
+        # The first head as the split below makes it: up to the first space or newline.
+        space, newline = block.find(b" "), block.find(b"\n")
+        key = (fmt, needles, block[: space if 0 <= space < newline else newline])
+        known = cache.get(key)
+        if known is not None and match_heads is not None:
+            matched = match_heads(block, known.heads, keep_values)
+            if matched is not None:
+                settled, values = matched
+                return BlockProof(len(known.heads), known.heads, values, settled)
     parts = block.replace(b"\n", b" \n").split(b" ")
     lines = len(parts) // 2
     if lines == 0 or len(parts) != 2 * lines + 1 or parts[-1] != b"\n":
-        return -1
-    if values is None and not values_proven(parts[1::2], caches):
-        return -1
+        return None
     heads = parts[0:-1:2]
-    cache = caches.proven_heads if caches is not None else None
-    key = (fmt, needles, heads[0])
-    known = cache.get(key) if cache is not None else None
     if known is None or known.heads != heads:
         proven = heads_proven(heads, needles, known)
         if proven is None and known is not None:
             # A skeleton only the old heads had may have clashed: judge as if seen first.
             proven = heads_proven(heads, needles)
         if proven is None:
-            return -1
+            return None
         if cache is not None:
-            cache.put(key, proven, proven.size())
+            cache.put((fmt, needles, heads[0]), proven, proven.size())
     else:
-        # The equal list the cache holds, for heads_out: a layout kept of these heads (raw_rules)
-        # then shares its bytes instead of holding a second copy of every head.
+        # The equal list the cache holds: a layout kept of these heads (raw_rules) then shares
+        # its bytes instead of holding a second copy of every head.
         heads = known.heads
-    if values is not None:
-        values.append(parts[1::2])
-    if heads_out is not None:
-        heads_out.append(heads)
-    return lines
+    return BlockProof(lines, heads, parts[1::2], settled=False)
 
 
 def values_proven(values: Iterable[bytes], caches: CodecCaches | None) -> bool:

@@ -74,6 +74,7 @@ from itertools import chain
 
 from metricbridge.errors import ExpositionError, LineError
 from metricbridge.exposition.byte_scan import (
+    BlockProof,
     any_signed,
     is_utf8,
     needs_exact_parser,
@@ -88,7 +89,7 @@ from metricbridge.exposition.family_builder import Builder, Exposition, GeneralR
 from metricbridge.exposition.family_parse import unescape_help
 from metricbridge.exposition.raw_rules import CHECKED_TYPES, BlockSplit
 from metricbridge.exposition.semantics import SCANNED_TYPES, screen_raw
-from metricbridge.model.family import FamilyMeta, Format, RawFamily, Verify
+from metricbridge.model.family import FamilyMeta, Format, MetricType, RawFamily, Verify
 from metricbridge.model.family_names import TEXT_TYPES, allowed_suffixes, fast_needles, wire_names
 
 __all__ = ["Exposition", "read_exposition"]
@@ -171,20 +172,19 @@ class _Reader(GeneralReader):
         return self.result
 
     def _prove(
-        self,
-        start: int,
-        end: int,
-        needles: tuple[bytes, ...],
-        heads: list[list[bytes]] | None = None,
-    ) -> int:
+        self, start: int, end: int, needles: tuple[bytes, ...], mtype: MetricType, *, keep: bool
+    ) -> BlockProof | None:
         """``prove_block`` for ``payload[start:end]``, its values left for the end of the pass."""
         if start in self.exact:
-            return -1
+            return None
         block = self.payload[start:end]
-        lines = prove_block(block, needles, self.fmt, self.caches, self.values, heads)
-        if lines > 0:
+        proof = prove_block(block, needles, self.fmt, self.caches, keep_values=keep)
+        if proof is not None and not proof.settled and proof.values is not None:
             self.value_blocks.append(start)
-        return lines
+            self.values.append(proof.values)
+            if mtype in SCANNED_TYPES:
+                self.scanned.append(proof.values)
+        return proof
 
     def _known_header(self, pos: int, size: int) -> int:
         """Take a ``# HELP``/``# TYPE`` pair seen in an earlier payload; return the next offset.
@@ -232,12 +232,11 @@ class _Reader(GeneralReader):
         if not known.needles or start >= size or payload[start] in b"#\n":
             return -1
         stop = next_comment(payload, start, size)
-        heads: list[list[bytes]] | None = [] if known.meta.type in CHECKED_TYPES else None
-        lines = self._prove(start, stop, known.needles, heads)
-        if lines <= 0:
+        checked = known.meta.type in CHECKED_TYPES
+        proof = self._prove(start, stop, known.needles, known.meta.type, keep=checked)
+        if proof is None:
             return -1
-        if known.meta.type in SCANNED_TYPES:
-            self.scanned.append(self.values[-1])
+        lines = proof.lines
         if self.current is not None:
             self._finish()
         self.result.headers_seen = True
@@ -249,8 +248,8 @@ class _Reader(GeneralReader):
                 body = self.view[start:stop]
                 family = RawFamily(known.meta, body, self.fmt, self.line + 2, lines)
                 self.result.families.append(family)
-                if heads:
-                    self.splits[id(family)] = BlockSplit(family, heads[0], self.values[-1])
+                if checked and proof.values is not None:
+                    self.splits[id(family)] = BlockSplit(family, proof.heads, proof.values)
             self.line += 2 + lines
             return stop
         meta = known.meta
@@ -300,10 +299,9 @@ class _Reader(GeneralReader):
                 if known is not None
                 else fast_needles(builder.declared, builder.type, self.fmt)
             )
-            lines = self._prove(start, end, needles)
-            if lines > 0:
-                if builder.type in SCANNED_TYPES:
-                    self.scanned.append(self.values[-1])
+            proof = self._prove(start, end, needles, builder.type, keep=False)
+            if proof is not None:
+                lines = proof.lines
                 builder.pieces.append((self.view[start:end], self.line, lines))
                 builder.has_samples = builder.declared_spelling = True
                 return lines

@@ -23,6 +23,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.registry import RestrictedRegistry
 
 from metricbridge import __version__
+from metricbridge.exposition import line_match
 from metricbridge.exposition.caches import CodecCaches
 from metricbridge.exposition.writer import label_set, write_header
 from metricbridge.model.cache import ByteLRU
@@ -234,11 +235,13 @@ class SelfMetrics:
         )
         build = Gauge(
             "metricbridge_build_info",
-            "Build information; the value is always 1.",
-            ["version", "python"],
+            "Build information; the value is always 1. reader: compiled when the C line pass "
+            "was built at install time, python when the slower pure-Python reader is in use.",
+            ["version", "python", "reader"],
             registry=registry,
         )
-        build.labels(__version__, platform.python_version()).set(1)
+        reader = "compiled" if line_match.COMPILED else "python"
+        build.labels(__version__, platform.python_version(), reader).set(1)
         self.cache_metrics = CacheMetrics()
         registry.register(self.cache_metrics)
 

@@ -1,0 +1,84 @@
+"""Build hook: compile the reader's optional C pass (``metricbridge.exposition._linescan``).
+
+The package works without it (``metricbridge.exposition.line_match`` falls back to Python), so
+a machine without a C compiler still installs: the build says so on stderr and goes on, unless
+``METRICBRIDGE_REQUIRE_COMPILED`` is set (CI and the container's build stage set it, so that a
+broken compile fails there instead of shipping the slower path unnoticed). The one C file needs
+only CPython's headers, so the interpreter's own compiler settings are enough; setuptools is not
+needed for it.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from hatchling.builders.hooks.plugin.interface import BuildHookInterface
+
+SOURCE = Path("src/metricbridge/exposition/_linescan.c")
+WHEEL_PATH = "metricbridge/exposition/_linescan"
+
+
+class CompileLineScan(BuildHookInterface):
+    """Compiles the C pass into the wheel, or in place for an editable install."""
+
+    PLUGIN_NAME = "custom"
+
+    def initialize(self, version: str, build_data: dict[str, Any]) -> None:
+        """Compile, and add the module to the wheel (which then has a platform tag)."""
+        if self.target_name != "wheel":
+            return
+        suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+        source = Path(self.root) / SOURCE
+        if version == "editable":
+            # An editable install imports the package from src/, so the module is built there.
+            target = source.with_name(f"_linescan{suffix}")
+        else:
+            target = Path(tempfile.mkdtemp(prefix="metricbridge-build-")) / f"_linescan{suffix}"
+        problem = _compile(source, target)
+        if problem is not None:
+            if os.environ.get("METRICBRIDGE_REQUIRE_COMPILED"):
+                raise RuntimeError(f"metricbridge: the C line scanner did not build: {problem}")
+            sys.stderr.write(
+                f"metricbridge: the C line scanner did not build ({problem}); "
+                "installing the pure-Python reader, which is slower\n"
+            )
+            return
+        build_data["pure_python"] = False
+        build_data["infer_tag"] = True
+        if version != "editable":
+            build_data["force_include"][str(target)] = f"{WHEEL_PATH}{suffix}"
+
+
+def _compile(source: Path, target: Path) -> str | None:
+    """Compile ``source`` into the extension module ``target``; None, or what went wrong."""
+    if sys.platform == "win32":
+        return "not built on Windows"
+    # $CC first, as setuptools and make read it; then the compiler the interpreter was built with.
+    compiler = shlex.split(os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc")
+    command = [
+        *compiler,
+        "-O2",
+        "-fPIC",
+        "-shared",
+        "-Wall",
+        f"-I{sysconfig.get_path('include')}",
+        str(source),
+        "-o",
+        str(target),
+    ]
+    if sys.platform == "darwin":
+        command[1:1] = ["-undefined", "dynamic_lookup"]
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, check=False, timeout=300)  # noqa: S603
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"{compiler[0]}: {error}"
+    if result.returncode != 0:
+        return f"{shlex.join(command)} exited with {result.returncode}: {result.stderr.strip()}"
+    return None

@@ -1,0 +1,198 @@
+/* One pass over a block of sample lines whose label sets were proven on an earlier scrape.
+ *
+ * The compiled half of ``metricbridge.exposition.line_match``, which holds the pure-Python
+ * fallback, the specification this file must agree with byte for byte, and the reasons. Here:
+ * walk the block once, compare each line's head with the proven one in place (memcmp), and
+ * make objects only for the values a caller needs, instead of copying the block, splitting it
+ * into 2n + 1 objects and slicing those into two lists.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <string.h>
+
+/* An unsigned value of a canonical shape (model.numbers): digits with an optional fraction, or
+ * a fraction alone, then an optional exponent. At most 199 digits before the point and a
+ * positive exponent of at most two digits keep it inside a float's range. */
+static int
+simple_value(const char *s, Py_ssize_t n)
+{
+    Py_ssize_t i = 0, digits = 0, fraction = 0;
+    while (i < n && s[i] >= '0' && s[i] <= '9') {
+        i++;
+    }
+    digits = i;
+    if (digits > 199) {
+        return 0;
+    }
+    if (i < n && s[i] == '.') {
+        Py_ssize_t start = ++i;
+        while (i < n && s[i] >= '0' && s[i] <= '9') {
+            i++;
+        }
+        fraction = i - start;
+        if (digits == 0 && fraction == 0) {
+            return 0;
+        }
+    }
+    else if (digits == 0) {
+        return 0;
+    }
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        Py_ssize_t start;
+        i++;
+        if (i < n && s[i] == '-') {
+            start = ++i;
+            while (i < n && s[i] >= '0' && s[i] <= '9') {
+                i++;
+            }
+            if (i == start) {
+                return 0;
+            }
+        }
+        else {
+            if (i < n && s[i] == '+') {
+                i++;
+            }
+            start = i;
+            while (i < n && s[i] >= '0' && s[i] <= '9') {
+                i++;
+            }
+            if (i == start || i - start > 2) {
+                return 0;
+            }
+        }
+    }
+    return i == n;
+}
+
+static PyObject *
+match_heads(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "match_heads(block, heads, want_values)");
+        return NULL;
+    }
+    PyObject *block = args[0], *heads = args[1];
+    if (!PyBytes_CheckExact(block) || !PyList_CheckExact(heads)) {
+        PyErr_SetString(PyExc_TypeError, "match_heads takes bytes and a list");
+        return NULL;
+    }
+    int want_values = PyObject_IsTrue(args[2]);
+    if (want_values < 0) {
+        return NULL;
+    }
+    const char *data = PyBytes_AS_STRING(block);
+    Py_ssize_t size = PyBytes_GET_SIZE(block), count = PyList_GET_SIZE(heads);
+    if (count == 0) {
+        Py_RETURN_NONE;
+    }
+    /* Value offsets first; objects only once the whole block is known to match. */
+    Py_ssize_t *spans = PyMem_Malloc(sizeof(Py_ssize_t) * 2 * (size_t)count);
+    if (spans == NULL) {
+        return PyErr_NoMemory();
+    }
+    int simple = 1;
+    Py_ssize_t pos = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *head = PyList_GET_ITEM(heads, i);
+        if (!PyBytes_CheckExact(head)) {
+            goto mismatch;
+        }
+        Py_ssize_t length = PyBytes_GET_SIZE(head);
+        if (length > size - pos || memcmp(data + pos, PyBytes_AS_STRING(head), length) != 0) {
+            goto mismatch;
+        }
+        pos += length;
+        if (pos >= size || data[pos] != ' ') {
+            goto mismatch;
+        }
+        Py_ssize_t start = ++pos;
+        const char *newline = memchr(data + start, '\n', size - start);
+        if (newline == NULL) {
+            goto mismatch;
+        }
+        Py_ssize_t end = newline - data;
+        if (memchr(data + start, ' ', end - start) != NULL) {
+            goto mismatch;
+        }
+        if (simple && !simple_value(data + start, end - start)) {
+            simple = 0;
+        }
+        spans[2 * i] = start;
+        spans[2 * i + 1] = end;
+        pos = end; /* the next head starts with this newline */
+    }
+    if (pos != size - 1) {
+        goto mismatch;
+    }
+    PyObject *values = Py_None;
+    if (want_values || !simple) {
+        values = PyList_New(count);
+        if (values == NULL) {
+            PyMem_Free(spans);
+            return NULL;
+        }
+        for (Py_ssize_t i = 0; i < count; i++) {
+            PyObject *value =
+                PyBytes_FromStringAndSize(data + spans[2 * i], spans[2 * i + 1] - spans[2 * i]);
+            if (value == NULL) {
+                Py_DECREF(values);
+                PyMem_Free(spans);
+                return NULL;
+            }
+            PyList_SET_ITEM(values, i, value);
+        }
+    }
+    else {
+        Py_INCREF(values);
+    }
+    PyMem_Free(spans);
+    PyObject *result = PyTuple_New(2);
+    if (result == NULL) {
+        Py_DECREF(values);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(result, 0, PyBool_FromLong(simple));
+    PyTuple_SET_ITEM(result, 1, values);
+    return result;
+
+mismatch:
+    PyMem_Free(spans);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+is_simple_value(PyObject *module, PyObject *value)
+{
+    (void)module;
+    if (!PyBytes_Check(value)) {
+        PyErr_SetString(PyExc_TypeError, "is_simple_value takes bytes");
+        return NULL;
+    }
+    return PyBool_FromLong(simple_value(PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value)));
+}
+
+static PyMethodDef methods[] = {
+    {"match_heads", (PyCFunction)(void (*)(void))match_heads, METH_FASTCALL,
+     "match_heads(block, heads, want_values) -> (simple, values) or None"},
+    {"is_simple_value", is_simple_value, METH_O, "is_simple_value(value) -> bool"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyModuleDef_Slot slots[] = {
+#ifdef Py_mod_multiple_interpreters
+    {Py_mod_multiple_interpreters, Py_MOD_PER_INTERPRETER_GIL_SUPPORTED},
+#endif
+    {0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "_linescan", NULL, 0, methods, slots, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC
+PyInit__linescan(void)
+{
+    return PyModuleDef_Init(&module_def);
+}

@@ -1,0 +1,6 @@
+# The compiled pass built from _linescan.c; see metricbridge.exposition.line_match.
+
+def match_heads(
+    block: bytes, heads: list[bytes], want_values: bool, /
+) -> tuple[bool, list[bytes] | None] | None: ...
+def is_simple_value(value: bytes, /) -> bool: ...

@@ -1,0 +1,49 @@
+"""A block of sample lines against the heads proven for it before: the compiled pass, if built.
+
+An engine serves the same label sets scrape after scrape, so ``byte_scan.prove_block`` nearly
+always finds a block's heads equal to the ones it proved for that block before. Checking that
+in Python means copying the block, splitting it into ``2n + 1`` objects and slicing them into
+heads and values; ``_linescan`` (C, built with the package when a compiler is at hand) walks the
+block once instead, compares each head in place and makes objects only for the values a caller
+keeps. It also settles the values it can: an unsigned decimal of a canonical shape
+(``SIMPLE_VALUE``) is proven as it is read, so a block of such values needs neither the value
+proof nor the search for negative, NaN or infinite counts.
+
+Without the extension (no compiler at install time, or ``METRICBRIDGE_PURE_PYTHON`` set)
+``match_heads`` is None and ``prove_block`` takes its Python path, which is the specification:
+the compiled pass answers only when that path would accept the block with these heads, gives
+the same values, and otherwise answers None for it to decide. The suite runs on both.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+
+# The compiled pass's value check, as a regex: digits with an optional fraction, or a fraction
+# alone, then an optional exponent; no sign, no Inf or NaN. Every such value has a canonical shape
+# (``model.numbers``): at most 199 digits before the point and a positive exponent of at most two
+# digits keep it inside a float's range.
+SIMPLE_VALUE = re.compile(
+    rb"(?:[0-9]{1,199}(?:\.[0-9]*)?|\.[0-9]+)(?:[eE](?:\+?[0-9]{1,2}|-[0-9]+))?"
+)
+
+# (block, proven heads, whether the values are wanted) -> None if the block is not those heads
+# each followed by one space, a value and a newline; else (every value simple, the values, or
+# None when not wanted and every value simple).
+Matcher = Callable[[bytes, list[bytes], bool], "tuple[bool, list[bytes] | None] | None"]
+
+
+def _compiled() -> tuple[Matcher | None, Callable[[bytes], bool] | None]:
+    if os.environ.get("METRICBRIDGE_PURE_PYTHON"):
+        return None, None
+    try:
+        from metricbridge.exposition import _linescan  # noqa: PLC0415 - optional, built or not
+    except ImportError:
+        return None, None
+    return _linescan.match_heads, _linescan.is_simple_value
+
+
+match_heads, is_simple_value = _compiled()
+COMPILED = match_heads is not None
