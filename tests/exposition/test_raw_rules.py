@@ -13,13 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_om
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 
 from helpers.paths import OM_FIXTURES, TEXT_FIXTURES
 from helpers.promtool import promtool_check_metrics
+from metricbridge.exposition import line_match, raw_rules
 from metricbridge.exposition import reader as reader_module
 from metricbridge.exposition.caches import CodecCaches
 from metricbridge.exposition.raw_rules import CHECKED_TYPES, BlockSplit, Layout, values_agree
@@ -258,19 +259,29 @@ def _agree_one_by_one(layout: Layout, values: list[bytes], mtype: MetricType) ->
 
 
 _SPELLINGS = st.sampled_from(
-    [b"0", b"0.0", b"1", b"1.0", b"2", b"2.5", b"3.0", b"1e+06", b"1.5e+06", b"0.25"]
+    [b"0", b"0.0", b"1", b"1.0", b"2", b"2.5", b"3.0", b"1e+06", b"1.5e+06", b"0.25", b"+Inf"]
 )
 
 
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "python"])
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     data=st.data(),
     size=st.integers(min_value=1, max_value=30),
     mtype=st.sampled_from(CHECKED_TYPES),
 )
 def test_values_agree_decides_as_each_value_checked_one_by_one(
-    data: st.DataObject, size: int, mtype: MetricType
+    data: st.DataObject,
+    size: int,
+    mtype: MetricType,
+    compiled: bool,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Converting each distinct spelling once decides as converting every value would."""
+    """Converting each distinct spelling once (or in C) decides as converting every value would."""
+    if compiled and line_match.values_agree is None:
+        pytest.skip("the C line pass is not in use")
+    if not compiled:
+        monkeypatch.setattr(raw_rules, "compiled_agree", None)
     values = data.draw(st.lists(_SPELLINGS, min_size=size, max_size=size))
     index = st.integers(min_value=0, max_value=size - 1)
     pairs = data.draw(st.lists(st.tuples(index, index), max_size=size))

@@ -30,6 +30,7 @@ from helpers.paths import FIXTURES, TESTS
 from helpers.promtool import promtool_check_metrics
 from helpers.service import FakeUpstream, bridge_app
 from metricbridge import __version__
+from metricbridge.exposition import line_match
 from metricbridge.model.family import Format
 from metricbridge.service.selfmetrics import ScrapeCounter, SelfMetrics
 from metricbridge.service.server import STATE
@@ -258,7 +259,8 @@ async def test_fetch_describing_self_metrics_follow_every_fetch(
         return samples.get(key, 0.0)
 
     text, samples = await scrape()
-    build = (("python", platform.python_version()), ("version", __version__))
+    reader = "compiled" if line_match.COMPILED else "python"
+    build = (("python", platform.python_version()), ("reader", reader), ("version", __version__))
     assert samples[("metricbridge_build_info", build)] == 1.0
     assert samples[("metricbridge_upstream_response_bytes", label)] == len(upstream.body)
     assert fetches(samples, "ok") == 1.0

@@ -8,6 +8,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <math.h>
 #include <string.h>
 
 /* An unsigned value of a canonical shape (model.numbers): digits with an optional fraction, or
@@ -173,7 +174,170 @@ is_simple_value(PyObject *module, PyObject *value)
     return PyBool_FromLong(simple_value(PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value)));
 }
 
+/* Digits with an optional fraction, 15 significant digits at most: the integer they spell and
+ * a power of ten are exact doubles, so one division rounds as strtod does (Clinger's fast path).
+ * Engines write most counts and bucket values so; anything else goes to PyOS_string_to_double. */
+static const double POWERS_OF_TEN[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7,
+                                       1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
+
+static int
+exact_decimal(const char *s, Py_ssize_t n, double *out)
+{
+    if (n == 0 || n > 16) {
+        return 0;
+    }
+    long long mantissa = 0;
+    Py_ssize_t digits = 0, scale = 0;
+    int point = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (c >= '0' && c <= '9') {
+            mantissa = mantissa * 10 + (c - '0');
+            digits++;
+            scale += point;
+        }
+        else if (c == '.' && !point) {
+            point = 1;
+        }
+        else {
+            return 0;
+        }
+    }
+    if (digits == 0 || digits > 15) {
+        return 0;
+    }
+    *out = (double)mantissa / POWERS_OF_TEN[scale];
+    return 1;
+}
+
+/* The number each value spells; -1 (no exception set) when one is not a finite or infinite
+ * number as written, for the caller to decide in Python. */
+static int
+parse_values(PyObject *values, double *out)
+{
+    Py_ssize_t count = PyList_GET_SIZE(values);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *value = PyList_GET_ITEM(values, i);
+        if (!PyBytes_CheckExact(value) || PyBytes_GET_SIZE(value) == 0) {
+            return -1;
+        }
+        const char *text = PyBytes_AS_STRING(value);
+        if (exact_decimal(text, PyBytes_GET_SIZE(value), &out[i])) {
+            continue;
+        }
+        char *end = NULL;
+        double number = PyOS_string_to_double(text, &end, NULL);
+        if (number == -1.0 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return -1;
+        }
+        if (end != text + PyBytes_GET_SIZE(value) || Py_IS_NAN(number)) {
+            return -1;
+        }
+        out[i] = number;
+    }
+    return 0;
+}
+
+/* Each index of ``indexes`` as a C index into ``count`` values; -1 for anything else. */
+static int
+line_index(PyObject *indexes, Py_ssize_t k, Py_ssize_t count, Py_ssize_t *out)
+{
+    PyObject *item = PyList_GET_ITEM(indexes, k);
+    if (!PyLong_CheckExact(item)) {
+        return -1;
+    }
+    Py_ssize_t index = PyLong_AsSsize_t(item);
+    if (index == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return -1;
+    }
+    if (index < 0 || index >= count) {
+        return -1;
+    }
+    *out = index;
+    return 0;
+}
+
+/* raw_rules.values_agree over a layout's index lists: True, False, or None to decide in
+ * Python (a value that is not plainly a number, or an index list that is not one). */
+static PyObject *
+values_agree(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError,
+                        "values_agree(values, whole, lower, upper, counts, infs, summary)");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < 6; i++) {
+        if (!PyList_CheckExact(args[i])) {
+            PyErr_SetString(PyExc_TypeError, "values_agree takes lists");
+            return NULL;
+        }
+    }
+    int summary = PyObject_IsTrue(args[6]);
+    if (summary < 0) {
+        return NULL;
+    }
+    PyObject *values = args[0], *whole = args[1], *lower = args[2], *upper = args[3];
+    PyObject *counts = args[4], *infs = args[5];
+    Py_ssize_t count = PyList_GET_SIZE(values);
+    if (PyList_GET_SIZE(lower) != PyList_GET_SIZE(upper) ||
+        PyList_GET_SIZE(counts) != PyList_GET_SIZE(infs)) {
+        Py_RETURN_NONE;
+    }
+    double *numbers = PyMem_Malloc(sizeof(double) * (size_t)(count ? count : 1));
+    if (numbers == NULL) {
+        return PyErr_NoMemory();
+    }
+    PyObject *verdict = Py_True;
+    Py_ssize_t a, b;
+    if (parse_values(values, numbers) < 0) {
+        goto undecided;
+    }
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(whole); k++) {
+        if (line_index(whole, k, count, &a) < 0) {
+            goto undecided;
+        }
+        if (!isfinite(numbers[a]) || floor(numbers[a]) != numbers[a]) {
+            verdict = Py_False;
+            goto done;
+        }
+    }
+    if (summary) {
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(lower); k++) {
+        if (line_index(lower, k, count, &a) < 0 || line_index(upper, k, count, &b) < 0) {
+            goto undecided;
+        }
+        if (!(numbers[a] <= numbers[b])) {
+            verdict = Py_False;
+            goto done;
+        }
+    }
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(counts); k++) {
+        if (line_index(counts, k, count, &a) < 0 || line_index(infs, k, count, &b) < 0) {
+            goto undecided;
+        }
+        if (numbers[a] != numbers[b]) {
+            verdict = Py_False;
+            goto done;
+        }
+    }
+done:
+    PyMem_Free(numbers);
+    Py_INCREF(verdict);
+    return verdict;
+undecided:
+    PyMem_Free(numbers);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"values_agree", (PyCFunction)(void (*)(void))values_agree, METH_FASTCALL,
+     "values_agree(values, whole, lower, upper, counts, infs, summary) -> bool or None"},
     {"match_heads", (PyCFunction)(void (*)(void))match_heads, METH_FASTCALL,
      "match_heads(block, heads, want_values) -> (simple, values) or None"},
     {"is_simple_value", is_simple_value, METH_O, "is_simple_value(value) -> bool"},

@@ -4,3 +4,13 @@ def match_heads(
     block: bytes, heads: list[bytes], want_values: bool, /
 ) -> tuple[bool, list[bytes] | None] | None: ...
 def is_simple_value(value: bytes, /) -> bool: ...
+def values_agree(
+    values: list[bytes],
+    whole: list[int],
+    lower: list[int],
+    upper: list[int],
+    counts: list[int],
+    infs: list[int],
+    summary: bool,
+    /,
+) -> bool | None: ...

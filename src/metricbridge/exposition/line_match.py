@@ -9,6 +9,10 @@ keeps. It also settles the values it can: an unsigned decimal of a canonical sha
 (``SIMPLE_VALUE``) is proven as it is read, so a block of such values needs neither the value
 proof nor the search for negative, NaN or infinite counts.
 
+The same module checks a histogram's values against its layout (``raw_rules.values_agree``:
+whole counts, cumulative buckets, ``_count`` equal to the ``+Inf`` bucket) over C doubles,
+where Python converted each distinct spelling and compared through iterators.
+
 Without the extension (no compiler at install time, or ``METRICBRIDGE_PURE_PYTHON`` set)
 ``match_heads`` is None and ``prove_block`` takes its Python path, which is the specification:
 the compiled pass answers only when that path would accept the block with these heads, gives
@@ -20,6 +24,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
+from types import ModuleType
 
 # The compiled pass's value check, as a regex: digits with an optional fraction, or a fraction
 # alone, then an optional exponent; no sign, no Inf or NaN. Every such value has a canonical shape
@@ -35,15 +40,25 @@ SIMPLE_VALUE = re.compile(
 Matcher = Callable[[bytes, list[bytes], bool], "tuple[bool, list[bytes] | None] | None"]
 
 
-def _compiled() -> tuple[Matcher | None, Callable[[bytes], bool] | None]:
+# (values, whole, lower, upper, counts, infs, summary) -> raw_rules.values_agree's verdict over
+# a layout's index lists, or None when a value is not plainly a number (Python decides).
+Agreement = Callable[
+    [list[bytes], list[int], list[int], list[int], list[int], list[int], bool], "bool | None"
+]
+
+
+def _compiled() -> ModuleType | None:
     if os.environ.get("METRICBRIDGE_PURE_PYTHON"):
-        return None, None
+        return None
     try:
         from metricbridge.exposition import _linescan  # noqa: PLC0415 - optional, built or not
     except ImportError:
-        return None, None
-    return _linescan.match_heads, _linescan.is_simple_value
+        return None
+    return _linescan
 
 
-match_heads, is_simple_value = _compiled()
-COMPILED = match_heads is not None
+_module = _compiled()
+COMPILED = _module is not None
+match_heads: Matcher | None = _module.match_heads if _module else None
+is_simple_value: Callable[[bytes], bool] | None = _module.is_simple_value if _module else None
+values_agree: Agreement | None = _module.values_agree if _module else None

@@ -27,6 +27,7 @@ from functools import partial
 from operator import add, le
 
 from metricbridge.exposition.caches import CodecCaches
+from metricbridge.exposition.line_match import values_agree as compiled_agree
 from metricbridge.model.family import Format, MetricType, RawFamily, sample_base
 
 # Per layout held by ``raw_layouts``, beyond its heads' len(): the object and its lists; and per
@@ -143,8 +144,21 @@ def values_agree(layout: Layout, values: list[bytes], mtype: MetricType) -> bool
     (``semantics.screen_raw`` parsed any family with one), so ``float`` takes each as written.
     Each distinct spelling is converted once: an engine's buckets repeat a few counts (0, and
     the same count up a series' upper buckets), so a histogram has a tenth as many distinct
-    values as lines or fewer, and ``float`` of bytes was two thirds of this check.
+    values as lines or fewer, and ``float`` of bytes was two thirds of this check. The compiled
+    pass (``line_match.values_agree``), when built, gives the same verdict over C doubles.
     """
+    if compiled_agree is not None:
+        verdict = compiled_agree(
+            values,
+            layout.whole,
+            layout.lower,
+            layout.upper,
+            layout.counts,
+            layout.infs,
+            mtype is MetricType.SUMMARY,
+        )
+        if verdict is not None:
+            return verdict
     distinct = set(values)
     floats = dict(zip(distinct, map(float, distinct), strict=True))
     fractional = {value for value, number in floats.items() if not number.is_integer()}

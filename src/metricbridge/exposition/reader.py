@@ -36,7 +36,8 @@ in both wire formats, as Prometheus, promtool and prometheus_client read them:
    shapes, each judged once (``model.numbers.canonical_shape``). The values of every block
    are judged together at the end of the pass; if that fails, the payload is read again with
    the blocks whose values fail left to the exact parser (``exact``): a bad value costs a
-   second read, never a different result.
+   second read, never a different result. A block whose values the compiled pass read as
+   unsigned canonical decimals (``line_match.SIMPLE_VALUE``) has them proven already.
 5. Heads. Each head is one of the family's needles (newline + sample name + ``{``) followed
    by one or more ``name="value"`` labels separated by single commas and closed by ``}``
    (label names valid, none twice, no trailing comma), and no two heads name one series
@@ -46,7 +47,8 @@ in both wire formats, as Prometheus, promtool and prometheus_client read them:
    samples, and only labelled lines have one (``fast_needles``). Heads equal, element by
    element, to the heads proven for the same block before (``caches.proven_heads``, keyed by
    format, needles and first head) are proven; when some are new, only the new ones are
-   checked, as if all were (``prove_block``).
+   checked, as if all were (``prove_block``). The compiled pass (``line_match``), when built,
+   compares them in place and answers only where the split would have matched them.
 6. Headers. A header pair comes from ``caches.read_headers`` only if its bytes are a pair the
    exact path takes as is: ``# HELP`` then ``# TYPE`` of one unquoted name, a known type, no
    NUL byte, a HELP text that unescapes (``_remember``); a family whose name was already seen
