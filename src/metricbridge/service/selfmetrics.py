@@ -21,6 +21,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.registry import RestrictedRegistry
+from prometheus_client.samples import Sample
 
 from metricbridge import __version__
 from metricbridge.exposition import line_match
@@ -37,6 +38,10 @@ from metricbridge.translation.idle import IdleState
 
 _FETCH_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 _EOF = b"# EOF\n"
+
+
+# What a family's text was written from: its help, type, unit and samples.
+Written = tuple[str, str, str, list[Sample]]
 
 
 class SelfMetrics:
@@ -58,6 +63,9 @@ class SelfMetrics:
         self._server_info_size: int | None = None  # body bytes of the last good poll
         self.generation = 0
         self._rendered: dict[tuple[Format, bool], bytes] = {}
+        # Each family's samples and text as last written, per format: most families do not
+        # change from one fetch to the next, and writing them was half of render_settled.
+        self._written: dict[tuple[Format, str], tuple[Written, str]] = {}
         self.scrapes = ScrapeCounter(
             "metricbridge_scrapes_total",
             "Scrapes of the bridge's /metrics, by served format.",
@@ -324,7 +332,7 @@ class SelfMetrics:
                 # generating the registry twice cost as much as reading a 1 MB engine payload.
                 rendered = gzip_member(self.render_settled(fmt), gzip_level)
             else:
-                rendered = _generate(self._settled, fmt, self._codec)
+                rendered = _generate(self._settled, fmt, self._codec, self._written)
                 rendered += _EOF if fmt is Format.OPENMETRICS else b""
             self._rendered[key] = rendered
         return rendered
@@ -339,28 +347,43 @@ class SelfMetrics:
 
 
 def _generate(
-    registry: CollectorRegistry | RestrictedRegistry, fmt: Format, caches: CodecCaches
+    registry: CollectorRegistry | RestrictedRegistry,
+    fmt: Format,
+    caches: CodecCaches,
+    written: dict[tuple[Format, str], tuple[Written, str]] | None = None,
 ) -> bytes:
     """The registry in ``fmt``, without ``# EOF``, in the bridge's own wire code.
 
     prometheus_client collects (its public API); the lines are written here, with the writer's
     header and label-set caches: a third of prometheus_client's OpenMetrics encoder's time and
     most of its text encoder's, paid once per fetch. A test holds the bytes to prometheus_client's.
+    ``written`` keeps each family's text with what it was written from: a family whose help,
+    type, unit and samples (names, labels, values) compare equal to those is not written again.
     """
     chunks: list[str] = []
     for metric in registry.collect():
+        key = (fmt, metric.name)
+        signature = (metric.documentation, metric.type, metric.unit, metric.samples)
+        last = written.get(key) if written is not None else None
+        if last is not None and last[0] == signature:
+            chunks.append(last[1])
+            continue
         mtype = TEXT_TYPES[metric.type]
         # The model names a counter by its _total sample, as the text format's HELP line does.
         name = metric.name + "_total" if mtype is MetricType.COUNTER else metric.name
-        chunks.append(
+        lines = [
             write_header(
                 FamilyMeta(name, mtype, metric.documentation, metric.unit or None),
                 fmt,
                 caches=caches,
             ).decode()
-        )
+        ]
         for sample in metric.samples:
             pairs = tuple(sorted(sample.labels.items()))
             labels = label_set(pairs, caches=caches) if sample.labels else ""
-            chunks.append(f"{sample.name}{labels} {format_value(sample.value)}\n")
+            lines.append(f"{sample.name}{labels} {format_value(sample.value)}\n")
+        text = "".join(lines)
+        if written is not None:
+            written[key] = (signature, text)
+        chunks.append(text)
     return "".join(chunks).encode()
