@@ -6,6 +6,7 @@ import gzip
 
 import pytest
 
+from metricbridge.exposition.caches import CodecCaches
 from metricbridge.model.family import Format
 from metricbridge.service import selfmetrics
 from metricbridge.service.selfmetrics import SelfMetrics
@@ -19,9 +20,9 @@ def test_a_gzip_response_reuses_the_plain_render(
     calls: list[Format] = []
     generate = selfmetrics._generate
 
-    def counted(registry, fmt, caches):  # type: ignore[no-untyped-def]
+    def counted(registry, fmt, caches, written=None):  # type: ignore[no-untyped-def]
         calls.append(fmt)
-        return generate(registry, fmt, caches)
+        return generate(registry, fmt, caches, written)
 
     monkeypatch.setattr(selfmetrics, "_generate", counted)
     metrics = SelfMetrics()
@@ -35,3 +36,21 @@ def test_a_gzip_response_reuses_the_plain_render(
     metrics.render_settled(fmt, gzip_level=1)
     metrics.render_settled(fmt)
     assert calls == [fmt, fmt]
+
+
+@pytest.mark.parametrize("fmt", list(Format))
+def test_families_kept_from_the_last_render_are_the_ones_that_did_not_change(fmt: Format) -> None:
+    """Each render equals one from scratch, as values move, appear and stay put."""
+    metrics = SelfMetrics()
+    renders = []
+    for step in range(4):
+        if step:
+            metrics.upstream_failures.labels("u", "timeout").inc()
+        if step == 2:
+            metrics.upstream_failures.labels("u", "http").inc(0.5)
+        metrics.changed()
+        rendered = metrics.render_settled(fmt)
+        fresh = selfmetrics._generate(metrics._settled, fmt, CodecCaches())
+        assert rendered.removesuffix(b"# EOF\n") == fresh
+        renders.append(rendered)
+    assert len(set(renders)) == 4  # every step changed a value, and the render shows it
