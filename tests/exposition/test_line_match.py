@@ -18,6 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers.paths import OM_FIXTURES, TEXT_FIXTURES
+from helpers.strategies import expositions, mutate, render
+from metricbridge.errors import ExpositionError
 from metricbridge.exposition import byte_scan, line_match
 from metricbridge.exposition.byte_scan import any_signed
 from metricbridge.exposition.caches import CodecCaches
@@ -200,3 +202,33 @@ def test_the_compiled_values_are_the_numbers_float_reads(a: bytes, b: bytes) -> 
     assert agree([a, b], [], [0], [1], [], [], histogram) is (float(a) <= float(b))
     assert agree([a, b], [], [], [], [0], [1], histogram) is (float(a) == float(b))
     assert agree([a], [0], [], [], [], [], summary) is float(a).is_integer()
+
+
+def _read_all(payloads: list[bytes], fmt: Format) -> list[object]:
+    """Each payload read in turn with one set of caches, as successive scrapes of one engine."""
+    caches, out = CodecCaches(), []
+    for payload in payloads:
+        try:
+            out.append(_summary(read_exposition(payload, fmt, caches=caches)))
+        except ExpositionError as exc:
+            out.append(str(exc))
+    return out
+
+
+@compiled
+@settings(COMMON, max_examples=150)
+@given(data=st.data())
+def test_mutated_scrapes_read_alike_with_and_without_the_pass(data: st.DataObject) -> None:
+    """A payload, then mutations of it: the pass meets heads proven on the scrape before."""
+    fmt = data.draw(st.sampled_from(list(Format)))
+    first = render(data.draw(expositions(min_size=1)), fmt)
+    mutations = [data.draw(mutate(first)) for _ in range(data.draw(st.integers(1, 3)))]
+    payloads = [first, first, *mutations]
+    compiled_reads = _read_all(payloads, fmt)
+    matcher = byte_scan.match_heads
+    byte_scan.match_heads = None
+    try:
+        python_reads = _read_all(payloads, fmt)
+    finally:
+        byte_scan.match_heads = matcher
+    assert compiled_reads == python_reads
