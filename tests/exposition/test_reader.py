@@ -481,7 +481,23 @@ def test_pieces_are_the_exposition_cut_to_size(size: int, fmt: Format) -> None:
     """write_pieces is write_exposition without # EOF, in pieces of exactly ``size`` bytes."""
     payload = (FIXTURES / "tp1.prom").read_bytes()
     families = read_exposition(payload, Format.TEXT).families
-    pieces = write_pieces(families, fmt, size)
+    pieces = write_pieces(families, fmt, size, share_from=len(payload) + 1)
     assert b"".join(pieces) == write_exposition(families, fmt).removesuffix(b"# EOF\n")
     assert all(len(piece) == size for piece in pieces[:-1])
     assert 0 < len(pieces[-1]) <= size
+
+
+@pytest.mark.parametrize("share_from", [1, 100, 2000, 1 << 16])
+@pytest.mark.parametrize("fmt", list(Format))
+def test_large_bodies_are_pieces_of_their_own_and_not_copied(share_from: int, fmt: Format) -> None:
+    """A body of share_from bytes or more is served from the payload itself; the rest joined."""
+    payload = (FIXTURES / "tp1.prom").read_bytes()
+    families = read_exposition(payload, Format.TEXT).families
+    size = 4096
+    pieces = write_pieces(families, fmt, size, share_from=share_from)
+    assert b"".join(pieces) == write_exposition(families, fmt).removesuffix(b"# EOF\n")
+    shared = [p for p in pieces if isinstance(p, memoryview) and p.obj is payload]
+    large = [f.body for f in families if isinstance(f, RawFamily) and len(f.body) >= share_from]
+    assert len(shared) == len(large)
+    assert all(len(piece) >= share_from for piece in shared)
+    assert all(len(piece) <= size for piece in pieces if not isinstance(piece, memoryview))

@@ -13,7 +13,7 @@ from typing import Literal, overload
 from metricbridge.errors import UpstreamError
 from metricbridge.exposition.caches import CodecCaches
 from metricbridge.exposition.writer import write_chunks, write_pieces
-from metricbridge.model.family import AnyFamily, Format
+from metricbridge.model.family import AnyFamily, Body, Format
 from metricbridge.service.gzip_framing import OpenGzip, open_gzip
 from metricbridge.service.scrape import Fetched, Upstream
 from metricbridge.translation.compiled import CompiledRules
@@ -66,7 +66,7 @@ class Snapshot:
     # verdict on the engine for requests that can wait longer (see Bridge.snapshot).
     cut_short: bool = False
     caches: CodecCaches | None = None  # the bridge's, for writing the engine part
-    _renders: dict[tuple[Format, bool], tuple[bytes, ...] | OpenGzip] = field(default_factory=dict)
+    _renders: dict[tuple[Format, bool], tuple[Body, ...] | OpenGzip] = field(default_factory=dict)
 
     def rendered(self, fmt: Format, *, compressed: bool) -> bool:
         """Whether the engine part in this format and encoding is rendered already."""
@@ -85,15 +85,15 @@ class Snapshot:
                 families, fmt, compressed=compressed, level=self.gzip_level, caches=self.caches
             )
 
-    def keep(self, fmt: Format, *, compressed: bool, part: tuple[bytes, ...] | OpenGzip) -> None:
+    def keep(self, fmt: Format, *, compressed: bool, part: tuple[Body, ...] | OpenGzip) -> None:
         """Keep a render of this snapshot's families made before it existed (``render_part``)."""
         self._renders[(fmt, compressed)] = part
 
     @overload
-    def engine_part(self, fmt: Format, *, compressed: Literal[False]) -> tuple[bytes, ...]: ...
+    def engine_part(self, fmt: Format, *, compressed: Literal[False]) -> tuple[Body, ...]: ...
     @overload
     def engine_part(self, fmt: Format, *, compressed: Literal[True]) -> OpenGzip: ...
-    def engine_part(self, fmt: Format, *, compressed: bool) -> tuple[bytes, ...] | OpenGzip:
+    def engine_part(self, fmt: Format, *, compressed: bool) -> tuple[Body, ...] | OpenGzip:
         """The translated families (no ``# EOF``) in pieces, rendered once per format and encoding.
 
         Compressed, it is the start of a gzip member that each response closes with its own
@@ -113,7 +113,7 @@ def render_part(
     compressed: bool,
     level: int,
     caches: CodecCaches | None,
-) -> tuple[bytes, ...] | OpenGzip:
+) -> tuple[Body, ...] | OpenGzip:
     """The engine part of a response: ``families`` in ``fmt``, as ``Snapshot.engine_part``."""
     if compressed:
         # Compressed straight from the families' views: cutting them into pieces first would

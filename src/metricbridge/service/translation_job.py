@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from metricbridge.errors import ExpositionError, UpstreamError
 from metricbridge.exposition.caches import CodecCaches
 from metricbridge.exposition.reader import Exposition
-from metricbridge.model.family import Format
+from metricbridge.model.family import Body, Format
 from metricbridge.service.gzip_framing import OpenGzip
 from metricbridge.service.scrape import Fetched
 from metricbridge.service.snapshot import Attempt, render_part
@@ -44,7 +44,7 @@ class Work:
     outcome: Outcome | None = None  # None when no upstream could be read
     seconds: float = 0.0  # reading and translating; rendering is not included
     # The engine part for the format and encoding asked for, rendered in the same job.
-    part: tuple[bytes, ...] | OpenGzip | None = None
+    part: tuple[Body, ...] | OpenGzip | None = None
 
 
 def failed(attempt: Attempt) -> bool:
