@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -40,7 +41,8 @@ class CompileLineScan(BuildHookInterface):
             # An editable install imports the package from src/, so the module is built there.
             target = source.with_name(f"_linescan{suffix}")
         else:
-            target = Path(tempfile.mkdtemp(prefix="metricbridge-build-")) / f"_linescan{suffix}"
+            self._scratch = tempfile.mkdtemp(prefix="metricbridge-build-")
+            target = Path(self._scratch) / f"_linescan{suffix}"
         problem = _compile(source, target)
         if problem is not None:
             if os.environ.get("METRICBRIDGE_REQUIRE_COMPILED"):
@@ -54,6 +56,13 @@ class CompileLineScan(BuildHookInterface):
         build_data["infer_tag"] = True
         if version != "editable":
             build_data["force_include"][str(target)] = f"{WHEEL_PATH}{suffix}"
+
+    def finalize(self, version: str, build_data: dict[str, Any], artifact_path: str) -> None:
+        """Remove the compiled module's scratch directory once the wheel holds it."""
+        del version, build_data, artifact_path
+        scratch = getattr(self, "_scratch", None)
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _compile(source: Path, target: Path) -> str | None:

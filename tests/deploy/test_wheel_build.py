@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -37,9 +38,15 @@ def _wheel(out: Path) -> tuple[str, list[str]]:
         return wheel.name, archive.namelist()
 
 
+def _scratch_dirs() -> set[Path]:
+    return set(Path(tempfile.gettempdir()).glob("metricbridge-build-*"))
+
+
 def test_the_wheel_carries_the_compiled_pass_and_not_its_source(tmp_path: Path) -> None:
+    before = _scratch_dirs()
     result = _build(tmp_path)
     assert result.returncode == 0, result.stderr
+    assert _scratch_dirs() <= before  # the hook's scratch directory is gone with the build
     name, files = _wheel(tmp_path)
     assert "-none-any" not in name  # a platform wheel: it holds a C module
     assert any(
