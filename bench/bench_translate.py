@@ -122,6 +122,10 @@ def scrape_series(repeat: int) -> dict[str, list[bytes]]:
     return series
 
 
+# prove_block's arguments but the caches, as the reader passed them.
+ProveCall = tuple[bytes, int, int, tuple[bytes, ...], Format, bool]
+
+
 def verification_costs(inputs: list[bytes], rules: CompiledRules, caches: CodecCaches) -> float:
     """Median seconds of the reader's proofs over each input, replayed on their own.
 
@@ -129,21 +133,23 @@ def verification_costs(inputs: list[bytes], rules: CompiledRules, caches: CodecC
     the reader reads the input, then replayed with the same caches.
     """
     original = exposition_reader.prove_block
-    replays: dict[int, list[tuple[bytes, tuple[bytes, ...], Format, bool]]] = {}
+    replays: dict[int, list[ProveCall]] = {}
     for payload in inputs:
-        calls: list[tuple[bytes, tuple[bytes, ...], Format, bool]] = []
+        calls: list[ProveCall] = []
 
-        def spy(  # noqa: PLR0913 - prove_block's signature, and the list it records into
-            block: bytes,
+        def spy(  # noqa: PLR0913, PLR0917 - prove_block's signature, and the list it records into
+            payload: bytes,
+            start: int,
+            end: int,
             needles: tuple[bytes, ...],
             fmt: Format,
             caches: CodecCaches | None,
             *,
             keep_values: bool = False,
-            calls: list = calls,
+            calls: list[ProveCall] = calls,
         ) -> BlockProof | None:
-            calls.append((block, needles, fmt, keep_values))
-            return original(block, needles, fmt, caches, keep_values=keep_values)
+            calls.append((payload, start, end, needles, fmt, keep_values))
+            return original(payload, start, end, needles, fmt, caches, keep_values=keep_values)
 
         exposition_reader.prove_block = spy
         try:
@@ -154,8 +160,8 @@ def verification_costs(inputs: list[bytes], rules: CompiledRules, caches: CodecC
 
     def proofs(payload: bytes) -> bool:
         values: list[list[bytes]] = []
-        for block, needles, fmt, keep in replays[id(payload)]:
-            proof = original(block, needles, fmt, caches, keep_values=keep)
+        for body, start, end, needles, fmt, keep in replays[id(payload)]:
+            proof = original(body, start, end, needles, fmt, caches, keep_values=keep)
             if proof is not None and not proof.settled and proof.values is not None:
                 values.append(proof.values)
         return values_proven(chain.from_iterable(values), caches)

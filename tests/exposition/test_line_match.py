@@ -97,13 +97,29 @@ def blocks(draw: st.DrawFn) -> tuple[bytes, list[bytes]]:
     return block, heads
 
 
+_AROUND = st.binary(max_size=8)
+
+
 @compiled
 @COMMON
-@given(case=blocks(), want_values=st.booleans())
-def test_the_compiled_match_is_the_python_split(case: tuple[bytes, list[bytes]], want_values):
+@given(case=blocks(), want_values=st.booleans(), before=_AROUND, after=_AROUND)
+def test_the_compiled_match_is_the_python_split(
+    case: tuple[bytes, list[bytes]], want_values: bool, before: bytes, after: bytes
+) -> None:
+    """The block is read in place, whatever the payload holds around it."""
     block, heads = case
+    payload, start = before + block + after, len(before)
     assert line_match.match_heads is not None
-    assert line_match.match_heads(block, heads, want_values) == reference(block, heads, want_values)
+    matched = line_match.match_heads(payload, start, start + len(block), heads, want_values)
+    assert matched == reference(block, heads, want_values)
+
+
+@compiled
+@pytest.mark.parametrize(("start", "end"), [(-1, 3), (2, 1), (0, 9), (9, 9)])
+def test_the_compiled_match_refuses_a_block_outside_its_payload(start: int, end: int) -> None:
+    assert line_match.match_heads is not None
+    with pytest.raises(ValueError, match="not inside the payload"):
+        line_match.match_heads(b"g 1\ng 2\n", start, end, [b"g", b"\ng"], False)  # noqa: FBT003
 
 
 @compiled
@@ -172,8 +188,8 @@ def test_the_reader_gives_the_same_result_with_and_without_the_pass(
     matcher = line_match.match_heads
     assert matcher is not None
 
-    def counted(block: bytes, heads: list[bytes], want: bool) -> Matched:
-        answer = matcher(block, heads, want)
+    def counted(payload: bytes, start: int, end: int, heads: list[bytes], want: bool) -> Matched:
+        answer = matcher(payload, start, end, heads, want)
         calls.append(answer is not None)
         return answer
 

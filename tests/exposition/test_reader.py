@@ -443,10 +443,11 @@ def test_prove_block_refuses_lines_that_are_not_head_space_value(block: bytes) -
     """Pieces out of place after the split never pass, even against heads proven before."""
     needles = (b"\ng{",)
     caches = CodecCaches()
-    proven = prove_block(b'g{a="1"} 1\ng{a="2"} 2\n', needles, Format.TEXT, caches)
+    first = b'g{a="1"} 1\ng{a="2"} 2\n'
+    proven = prove_block(first, 0, len(first), needles, Format.TEXT, caches)
     assert proven is not None
     assert proven.lines == 2
-    proof = prove_block(block, needles, Format.TEXT, caches)
+    proof = prove_block(block, 0, len(block), needles, Format.TEXT, caches)
     assert proof is None or not values_proven(proof.values or [], caches)
 
 

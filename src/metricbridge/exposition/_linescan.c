@@ -70,21 +70,35 @@ static PyObject *
 match_heads(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "match_heads(block, heads, want_values)");
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "match_heads(payload, start, end, heads, want_values)");
         return NULL;
     }
-    PyObject *block = args[0], *heads = args[1];
-    if (!PyBytes_CheckExact(block) || !PyList_CheckExact(heads)) {
-        PyErr_SetString(PyExc_TypeError, "match_heads takes bytes and a list");
+    PyObject *payload = args[0], *heads = args[3];
+    if (!PyBytes_CheckExact(payload) || !PyList_CheckExact(heads)) {
+        PyErr_SetString(PyExc_TypeError, "match_heads takes bytes, two offsets and a list");
         return NULL;
     }
-    int want_values = PyObject_IsTrue(args[2]);
+    Py_ssize_t offset = PyNumber_AsSsize_t(args[1], PyExc_OverflowError);
+    if (offset == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_ssize_t stop = PyNumber_AsSsize_t(args[2], PyExc_OverflowError);
+    if (stop == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (offset < 0 || stop < offset || stop > PyBytes_GET_SIZE(payload)) {
+        PyErr_SetString(PyExc_ValueError, "match_heads: the block is not inside the payload");
+        return NULL;
+    }
+    int want_values = PyObject_IsTrue(args[4]);
     if (want_values < 0) {
         return NULL;
     }
-    const char *data = PyBytes_AS_STRING(block);
-    Py_ssize_t size = PyBytes_GET_SIZE(block), count = PyList_GET_SIZE(heads);
+    /* The block is read where it lies in the payload: slicing it out first would copy every
+     * block of every scrape, and hold the largest on the heap while it is read. */
+    const char *data = PyBytes_AS_STRING(payload) + offset;
+    Py_ssize_t size = stop - offset, count = PyList_GET_SIZE(heads);
     if (count == 0) {
         Py_RETURN_NONE;
     }
@@ -339,7 +353,7 @@ static PyMethodDef methods[] = {
     {"values_agree", (PyCFunction)(void (*)(void))values_agree, METH_FASTCALL,
      "values_agree(values, whole, lower, upper, counts, infs, summary) -> bool or None"},
     {"match_heads", (PyCFunction)(void (*)(void))match_heads, METH_FASTCALL,
-     "match_heads(block, heads, want_values) -> (simple, values) or None"},
+     "match_heads(payload, start, end, heads, want_values) -> (simple, values) or None"},
     {"is_simple_value", is_simple_value, METH_O, "is_simple_value(value) -> bool"},
     {NULL, NULL, 0, NULL},
 };

@@ -1,7 +1,7 @@
 # The compiled pass built from _linescan.c; see metricbridge.exposition.line_match.
 
 def match_heads(
-    block: bytes, heads: list[bytes], want_values: bool, /
+    payload: bytes, start: int, end: int, heads: list[bytes], want_values: bool, /
 ) -> tuple[bool, list[bytes] | None] | None: ...
 def is_simple_value(value: bytes, /) -> bool: ...
 def values_agree(

@@ -53,8 +53,10 @@ class BlockProof:
     settled: bool
 
 
-def prove_block(
-    block: bytes,
+def prove_block(  # noqa: PLR0913, PLR0917 - the block's place in its payload, what judges it
+    payload: bytes,
+    start: int,
+    end: int,
     needles: tuple[bytes, ...],
     fmt: Format,
     caches: CodecCaches | None,
@@ -63,11 +65,12 @@ def prove_block(
 ) -> BlockProof | None:
     """The block's heads and values if it can be served as it is, else None (the exact path).
 
-    ``block`` starts a line and ends with a newline; ``needles`` are the family's newline +
-    sample name + ``{`` prefixes (``family_names.fast_needles``). The heads are proven here;
-    the values, unless ``settled``, are left to the caller to prove in bulk (``values_proven``)
-    with every other block's: one set of C calls per payload, not per block. ``keep_values``:
-    the values are wanted even when settled (``raw_rules`` checks a histogram's).
+    The block, ``payload[start:end]``, starts a line and ends with a newline; ``needles`` are
+    the family's newline + sample name + ``{`` prefixes (``family_names.fast_needles``). The
+    heads are proven here; the values, unless ``settled``, are left to the caller to prove in
+    bulk (``values_proven``) with every other block's: one set of C calls per payload, not per
+    block. ``keep_values``: the values are wanted even when settled (``raw_rules`` checks a
+    histogram's).
 
     Heads equal to those proven for this block before (``caches.proven_heads``) are proven:
     compared in one compiled pass when ``line_match`` is built, else in Python. Putting a space
@@ -77,20 +80,23 @@ def prove_block(
     are proven now (``heads_proven``), only the new ones one by one when some are known. Why
     this is enough: the invariant in ``exposition.reader``'s docstring.
     """
-    if not needles or not block.startswith(tuple(needle[1:] for needle in needles)):
+    prefixes = tuple(needle[1:] for needle in needles)
+    if not needles or not payload.startswith(prefixes, start, end):
         return None  # not even the first line is one of the family's labelled samples
     cache = caches.proven_heads if caches is not None else None
     known = None
     if cache is not None:
         # The first head as the split below makes it: up to the first space or newline.
-        space, newline = block.find(b" "), block.find(b"\n")
-        key = (fmt, needles, block[: space if 0 <= space < newline else newline])
+        space, newline = payload.find(b" ", start, end), payload.find(b"\n", start, end)
+        key = (fmt, needles, payload[start : space if 0 <= space < newline else newline])
         known = cache.get(key)
         if known is not None and match_heads is not None:
-            matched = match_heads(block, known.heads, keep_values)
+            # Read in place: the block is copied out only for the Python split below.
+            matched = match_heads(payload, start, end, known.heads, keep_values)
             if matched is not None:
                 settled, values = matched
                 return BlockProof(len(known.heads), known.heads, values, settled)
+    block = payload[start:end]
     parts = block.replace(b"\n", b" \n").split(b" ")
     lines = len(parts) // 2
     if lines == 0 or len(parts) != 2 * lines + 1 or parts[-1] != b"\n":

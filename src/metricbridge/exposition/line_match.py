@@ -2,12 +2,12 @@
 
 An engine serves the same label sets scrape after scrape, so ``byte_scan.prove_block`` nearly
 always finds a block's heads equal to the ones it proved for that block before. Checking that
-in Python means copying the block, splitting it into ``2n + 1`` objects and slicing them into
-heads and values; ``_linescan`` (C, built with the package when a compiler is at hand) walks the
-block once instead, compares each head in place and makes objects only for the values a caller
-keeps. It also settles the values it can: an unsigned decimal of a canonical shape
-(``SIMPLE_VALUE``) is proven as it is read, so a block of such values needs neither the value
-proof nor the search for negative, NaN or infinite counts.
+in Python means copying the block out of the payload, splitting it into ``2n + 1`` objects and
+slicing them into heads and values; ``_linescan`` (C, built with the package when a compiler is
+at hand) walks the block once where it lies instead, compares each head in place and makes
+objects only for the values a caller keeps. It also settles the values it can: an unsigned
+decimal of a canonical shape (``SIMPLE_VALUE``) is proven as it is read, so a block of such
+values needs neither the value proof nor the search for negative, NaN or infinite counts.
 
 The same module checks a histogram's values against its layout (``raw_rules.values_agree``:
 whole counts, cumulative buckets, ``_count`` equal to the ``+Inf`` bucket) over C doubles,
@@ -34,10 +34,10 @@ SIMPLE_VALUE = re.compile(
     rb"(?:[0-9]{1,199}(?:\.[0-9]*)?|\.[0-9]+)(?:[eE](?:\+?[0-9]{1,2}|-[0-9]+))?"
 )
 
-# (block, proven heads, whether the values are wanted) -> None if the block is not those heads
-# each followed by one space, a value and a newline; else (every value simple, the values, or
-# None when not wanted and every value simple).
-Matcher = Callable[[bytes, list[bytes], bool], "tuple[bool, list[bytes] | None] | None"]
+# (payload, start, end, proven heads, whether the values are wanted) -> None if the block
+# payload[start:end] is not those heads each followed by one space, a value and a newline; else
+# (every value simple, the values, or None when not wanted and every value simple).
+Matcher = Callable[[bytes, int, int, list[bytes], bool], "tuple[bool, list[bytes] | None] | None"]
 
 
 # (values, whole, lower, upper, counts, infs, summary) -> raw_rules.values_agree's verdict over

@@ -179,8 +179,9 @@ class _Reader(GeneralReader):
         """``prove_block`` for ``payload[start:end]``, its values left for the end of the pass."""
         if start in self.exact:
             return None
-        block = self.payload[start:end]
-        proof = prove_block(block, needles, self.fmt, self.caches, keep_values=keep)
+        proof = prove_block(
+            self.payload, start, end, needles, self.fmt, self.caches, keep_values=keep
+        )
         if proof is not None and not proof.settled and proof.values is not None:
             self.value_blocks.append(start)
             self.values.append(proof.values)

@@ -23,6 +23,7 @@ from metricbridge.errors import UpstreamError
 from metricbridge.exposition.caches import CodecCaches
 from metricbridge.model.family import Format
 from metricbridge.service.accounting import Accounting
+from metricbridge.service.allocator import TRIM_MIN, release_free_memory
 from metricbridge.service.scrape import Fetched, Upstream, fetch
 from metricbridge.service.selfmetrics import SelfMetrics
 from metricbridge.service.snapshot import Attempt, FetchSettings, Snapshot, UpstreamResult
@@ -279,8 +280,10 @@ class Bridge:
         else:  # in the worker: reading and translating take time in proportion to the payload
             level = self.settings.gzip_level
             wanted = None if render is None else (*render, level)
-            work = await self.worker.run(
-                lambda: translate_wave(
+            fetched = sum(len(a.outcome.body) for a in attempts if isinstance(a.outcome, Fetched))
+
+            def job() -> Work:
+                done = translate_wave(
                     attempts,
                     rules,
                     state,
@@ -291,7 +294,11 @@ class Bridge:
                     wanted,
                     relabel_cache=self.relabel_cache,
                 )
-            )
+                if fetched >= TRIM_MIN:  # what the translation freed goes back (allocator)
+                    release_free_memory()
+                return done
+
+            work = await self.worker.run(job)
         outcomes = [
             self._accounting.record(a, read) for a, read in zip(attempts, work.reads, strict=True)
         ]
