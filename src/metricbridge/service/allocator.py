@@ -15,7 +15,8 @@ the heap keeps, in holes that the next fetch does not fill the same way: with a 
 that was 2-3 MiB of steady RSS. ``release_free_memory`` (glibc's ``malloc_trim``) hands those
 free pages back after each fetch of ``TRIM_MIN`` bytes or more: 0.7 ms at 10 MB, for 0.25x the
 payload of steady RSS (bench/bench_service.py). Smaller fetches leave too little to be worth
-the walk over the heap.
+the walk over the heap. An operator who set ``MALLOC_TRIM_THRESHOLD_`` chose how much free
+memory the heap keeps (to spare the page faults of getting it back), and is not overruled.
 
 A mapped buffer still costs a page fault per 4 KiB page on its first write: 2,300 for a 10 MB
 body, a fifth of the service's CPU per scrape at that size (system time, measured by
@@ -29,6 +30,7 @@ from __future__ import annotations
 import ctypes
 import mmap
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 _M_MMAP_THRESHOLD = -3  # from glibc's malloc.h
@@ -60,6 +62,16 @@ _malloc_trim = getattr(ctypes.CDLL(None), "malloc_trim", None)
 if _malloc_trim is not None:
     _malloc_trim.argtypes = (ctypes.c_size_t,)
     _malloc_trim.restype = ctypes.c_int
+
+
+TRIM_OVERRIDE = "MALLOC_TRIM_THRESHOLD_"
+
+
+def trim_size(environ: Mapping[str, str] | None = None) -> int:
+    """The fetched bytes after which to ``release_free_memory``; 0: never (the operator's call)."""
+    if TRIM_OVERRIDE in (os.environ if environ is None else environ) or _malloc_trim is None:
+        return 0
+    return TRIM_MIN
 
 
 def release_free_memory() -> bool:

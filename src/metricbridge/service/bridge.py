@@ -23,7 +23,7 @@ from metricbridge.errors import UpstreamError
 from metricbridge.exposition.caches import CodecCaches
 from metricbridge.model.family import Format
 from metricbridge.service.accounting import Accounting
-from metricbridge.service.allocator import TRIM_MIN, release_free_memory
+from metricbridge.service.allocator import release_free_memory, trim_size
 from metricbridge.service.scrape import Fetched, Upstream, fetch
 from metricbridge.service.selfmetrics import SelfMetrics
 from metricbridge.service.snapshot import Attempt, FetchSettings, Snapshot, UpstreamResult
@@ -71,6 +71,7 @@ class Bridge:
         self.caches = CodecCaches()
         self.worker = Worker()
         self.relabel_cache = RelabelCache()  # what relabel steps made of each label set
+        self.trim_after = trim_size()  # fetched bytes after which the heap is trimmed; 0: never
         metrics.track_caches((*self.caches, self.relabel_cache.lru))
         metrics.family_sample_limit.set(settings.family_sample_limit)
 
@@ -294,7 +295,7 @@ class Bridge:
                     wanted,
                     relabel_cache=self.relabel_cache,
                 )
-                if fetched >= TRIM_MIN:  # what the translation freed goes back (allocator)
+                if 0 < self.trim_after <= fetched:  # what it freed goes back (allocator)
                     release_free_memory()
                 return done
 
