@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import re
 import shutil
 import statistics
@@ -43,12 +44,14 @@ import sys
 import tempfile
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import aiohttp
 import bench_prometheus
 from servers import BENCH, Process, Usage
+
+from metricbridge.service import gzip_framing
 
 TEXT_ACCEPT = {"Accept": "text/plain;version=0.0.4", "Accept-Encoding": "identity"}
 # What Prometheus 3 sends (scrape_protocols' default order, gzip): OpenMetrics first.
@@ -230,10 +233,12 @@ def report_cpu(size: str, which: str, usage: dict[str, list[Usage]], target: flo
 
 
 async def gzip_levels(size: str, runs: int) -> None:
-    """Compress the bridge's own OpenMetrics answer at levels 1-6, taking turns; ms and ratio.
+    """Compress the bridge's own OpenMetrics answer with each compressor and level, taking turns.
 
-    The answer is fetched from a bridge in front of the evolving engine, so the bytes are what
-    Prometheus would be sent; each level compresses the same bytes, ``runs`` x 3 times.
+    The bridge's compressor (ISA-L, levels 0-3) against zlib's levels 1 and 6, as ratios to
+    zlib's level 1; ms and compression ratio. The answer is fetched from a bridge in front of
+    the evolving engine, so the bytes are what Prometheus would be sent; each compresses the
+    same bytes, ``runs`` x 3 times.
     """
     upstream = Process.upstream(size, evolve=True)
     with running(upstream):
@@ -246,23 +251,32 @@ async def gzip_levels(size: str, runs: int) -> None:
                 await timed_get(session, bridge.url + "/metrics", headers)
                 async with session.get(bridge.url + "/metrics", headers=headers) as response:
                     body = await response.read()
-    levels = range(1, 7)
-    spent: dict[int, list[float]] = {level: [] for level in levels}
-    sizes: dict[int, int] = {}
+    compressors: dict[str, Callable[[], bytes]] = {
+        f"zlib {level}": functools.partial(_zlib_gzip, body, level) for level in (1, 6)
+    }
+    for level in gzip_framing.LEVELS:
+        compressors[f"isal {level}"] = functools.partial(gzip_framing.gzip_member, body, level)
+    names = list(compressors)
+    spent: dict[str, list[float]] = {name: [] for name in names}
+    sizes: dict[str, int] = {}
     for turn in range(runs * 3):
-        for index in range(len(levels)):
-            level = levels[(turn + index) % len(levels)]
+        for index in range(len(names)):
+            name = names[(turn + index) % len(names)]
             started = time.perf_counter()
-            packer = zlib.compressobj(level, zlib.DEFLATED, 31)
-            sizes[level] = len(packer.compress(body) + packer.flush())
-            spent[level].append(time.perf_counter() - started)
-    base = statistics.median(spent[1])
+            sizes[name] = len(compressors[name]())
+            spent[name].append(time.perf_counter() - started)
+    base = statistics.median(spent["zlib 1"])
     shown = ", ".join(
-        f"{level}: {statistics.median(spent[level]) * 1e3:.1f} ms ({statistics.median(spent[level]) / base:.2f}x)"
-        f" {len(body) / sizes[level]:.1f}:1"
-        for level in levels
+        f"{name}: {statistics.median(spent[name]) * 1e3:.1f} ms ({statistics.median(spent[name]) / base:.2f}x)"
+        f" {len(body) / sizes[name]:.1f}:1"
+        for name in names
     )
     print(f"  {size} ({len(body):,} B answer): {shown}")
+
+
+def _zlib_gzip(body: bytes, level: int) -> bytes:
+    packer = zlib.compressobj(level, zlib.DEFLATED, 31)
+    return packer.compress(body) + packer.flush()
 
 
 # --- 3. cached throughput -----------------------------------------------------------------
@@ -465,7 +479,7 @@ async def run_parts(args: argparse.Namespace, skip: set[str]) -> None:
         command = [sys.executable, str(BENCH / "bench_translate.py"), "--repeat", str(args.repeat)]
         await asyncio.to_thread(subprocess.run, command, check=True)
     if "gzip" not in skip:
-        print("0b. gzip levels for the bridge's answer (Prometheus asks for gzip):")
+        print("0b. gzip compressors and levels for the bridge's answer (Prometheus asks for gzip):")
         for size in args.sizes.split(","):
             await gzip_levels(size, args.runs)
     if "latency" not in skip:

@@ -27,7 +27,13 @@ from prometheus_client.registry import Collector
 from helpers.paths import FIXTURES
 from helpers.service import FakeUpstream, bridge_app
 from metricbridge.exposition import line_match
-from metricbridge.service.gzip_framing import close_gzip, gzip_member, open_gzip
+from metricbridge.service.gzip_framing import (
+    GZIP_HEADER,
+    LEVELS,
+    close_gzip,
+    gzip_member,
+    open_gzip,
+)
 
 OM_ACCEPT = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"
 ACCEPT = {"text": "text/plain", "openmetrics": OM_ACCEPT}
@@ -282,3 +288,24 @@ def test_close_gzip_makes_one_member_of_the_three(pieces: tuple[bytes, ...], fre
     assert gzip.decompress(body) == b"".join(pieces) + fresh + last  # checks CRC and length
     again = b"".join(close_gzip(opened, b"later\n", last, gzip_member(last, 1)))  # reusable
     assert gzip.decompress(again) == b"".join(pieces) + b"later\n" + last
+
+
+@pytest.mark.parametrize("level", list(LEVELS))
+def test_every_level_makes_members_that_zlib_reads(level: int) -> None:
+    """ISA-L's deflate in the bridge's own framing: the header zlib writes, CRC and length."""
+    data = b"".join(f'g{{a="{i}"}} {i * 7}\n'.encode() for i in range(20000))
+    member = gzip_member(data, level)
+    assert member.startswith(GZIP_HEADER)
+    assert gzip.decompress(member) == data
+    assert _first_member(member) == data
+    assert len(member) < len(data) // 2  # compressed, not stored
+    opened = open_gzip([memoryview(data)[:12345], memoryview(data)[12345:]], level)
+    assert (opened.crc, opened.size) == (zlib.crc32(data), len(data))
+    body = b"".join(close_gzip(opened, b"", b"", gzip_member(b"", level)))
+    assert gzip.decompress(body) == data
+
+
+@pytest.mark.parametrize("level", [-1, 4, 9])
+def test_a_level_isal_does_not_have_is_refused(level: int) -> None:
+    with pytest.raises(ValueError, match=f"gzip level {level} is not one of ISA-L's, 0 to 3"):
+        gzip_member(b"x", level)

@@ -1,22 +1,34 @@
-"""One gzip member per response from parts compressed at different times.
+"""One gzip member per response from parts compressed at different times, with ISA-L.
 
 Several gzip members in a row are one valid stream (RFC 1952 §2.2), but ``curl --compressed``
 stops after the first, without a word. So the engine part, compressed once per fetch, is left
 open, and each response closes it with its own few bytes and the cached self-metrics.
+
+The deflate streams come from Intel's ISA-L (``isal``), not zlib: Prometheus asks for gzip, and
+zlib's level 1 was a third of the bridge's CPU per scrape of a 10 MB engine. ISA-L's level 1
+compresses the same answers 3.5-4x as fast to the same size (bench/bench_service.py's gzip
+part: 10 MB in 4.6 ms against 18.0 ms, 28.5:1 both). Its output is plain deflate, which any
+gzip decoder reads. The members are framed here (header, raw deflate, CRC-32 and length), so
+their layout does not depend on what a library chooses to put in a header.
 """
 
 from __future__ import annotations
 
 import struct
-import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from isal import isal_zlib
+
 from metricbridge.model.family import Body
 
-# zlib's gzip header (no name, comment or extra field) and the CRC-32 + length trailer.
-_GZIP_HEADER = 10
+# RFC 1952's header without a name, comment, extra field or time: ID1 ID2, CM 8 (deflate),
+# FLG 0, MTIME 0, XFL 0, OS 3 (Unix, as zlib writes it).
+GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03"
 _GZIP_TRAILER = 8
+_RAW_DEFLATE = -15  # wbits: a deflate stream with no zlib or gzip framing of its own
+# ISA-L's levels are 0-3; the bridge compresses at 1, which is as small as 2 and 3 here.
+LEVELS = range(isal_zlib.ISAL_BEST_SPEED, isal_zlib.ISAL_BEST_COMPRESSION + 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,21 +46,33 @@ class OpenGzip:
     size: int
 
 
+def _packer(level: int) -> isal_zlib.Compress:
+    if level not in LEVELS:
+        first, last = LEVELS[0], LEVELS[-1]
+        raise ValueError(f"gzip level {level} is not one of ISA-L's, {first} to {last}")
+    return isal_zlib.compressobj(level, isal_zlib.DEFLATED, _RAW_DEFLATE)
+
+
 def open_gzip(pieces: Iterable[Body], level: int) -> OpenGzip:
     """``pieces`` compressed as the start of one gzip member, one output piece per input piece."""
-    packer = zlib.compressobj(level, zlib.DEFLATED, 31)
-    out = [packer.compress(piece) for piece in pieces]
-    out.append(packer.flush(zlib.Z_SYNC_FLUSH))
-    # zlib kept the CRC and length while compressing, and Python shows them only in a trailer:
-    # finishing a copy costs microseconds, a second crc32 pass a sixth of the compression.
-    crc, size = struct.unpack("<II", packer.copy().flush()[-_GZIP_TRAILER:])
-    return OpenGzip(tuple(piece for piece in out if piece), crc, size)
+    packer = _packer(level)
+    out, crc, size = [GZIP_HEADER], 0, 0
+    for piece in pieces:
+        out.append(packer.compress(piece))
+        # ISA-L's CRC-32 runs at memory speed (carry-less multiplication): a tenth of the
+        # compression's time, where zlib's was a sixth of its own.
+        crc = isal_zlib.crc32(piece, crc)
+        size += len(piece)
+    out.append(packer.flush(isal_zlib.Z_SYNC_FLUSH))
+    return OpenGzip(tuple(piece for piece in out if piece), crc, size & 0xFFFFFFFF)
 
 
 def gzip_member(data: bytes, level: int) -> bytes:
     """``data`` as one complete gzip member, with the header layout ``close_gzip`` cuts off."""
-    packer = zlib.compressobj(level, zlib.DEFLATED, 31)
-    return packer.compress(data) + packer.flush()
+    packer = _packer(level)
+    deflated = packer.compress(data) + packer.flush(isal_zlib.Z_FINISH)
+    trailer = struct.pack("<II", isal_zlib.crc32(data), len(data) & 0xFFFFFFFF)
+    return GZIP_HEADER + deflated + trailer
 
 
 def close_gzip(
@@ -64,10 +88,10 @@ def close_gzip(
     they decode the same after any open, byte-aligned stream. The trailer is the one thing that
     must be new, covering all three.
     """
-    crc = zlib.crc32(last, zlib.crc32(fresh, opened.crc))
+    crc = isal_zlib.crc32(last, isal_zlib.crc32(fresh, opened.crc))
     size = (opened.size + len(fresh) + len(last)) & 0xFFFFFFFF
     trailer = struct.pack("<II", crc, size)
-    blocks = memoryview(last_member)[_GZIP_HEADER:-_GZIP_TRAILER]
+    blocks = memoryview(last_member)[len(GZIP_HEADER) : -_GZIP_TRAILER]
     return (*opened.pieces, _stored_blocks(fresh), blocks, trailer)
 
 
