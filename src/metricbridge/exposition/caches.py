@@ -51,6 +51,13 @@ DEFAULT_BUDGETS: Mapping[str, int] = MappingProxyType(
     }
 )
 
+# The caches that only a later payload can use: for one payload (a command's input) they would
+# hold what they proved, laid out, parsed and planned (at 10 MB, about the payload's size
+# again) for nobody. The others pay off within one payload too (its repeated label sets).
+ONE_PAYLOAD_BUDGETS: Mapping[str, int] = MappingProxyType(
+    {"proven_heads": 0, "raw_layouts": 0, "last_parse": 0, "translation_plans": 0}
+)
+
 # Per parsed line held by ``last_parse``, beyond the len() of its text: the Sample, its labels
 # tuple, its value, and the dict slot.
 LINE_OVERHEAD = 320

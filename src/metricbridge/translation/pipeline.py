@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from metricbridge.errors import ExpositionError, LineError
-from metricbridge.exposition.caches import CodecCaches
+from metricbridge.exposition.caches import ONE_PAYLOAD_BUDGETS, CodecCaches
 from metricbridge.exposition.reader import Exposition, read_exposition
 from metricbridge.exposition.writer import write_exposition
 from metricbridge.model.family import AnyFamily, Format
@@ -170,11 +170,12 @@ def run_pipeline(
     """Read and translate one payload; raise ``ExpositionError`` only if none of it is usable.
 
     Without ``caches``, the read and the translation share caches of their own, for this call
-    (a command's one payload); a caller of many payloads passes its own. ``server_info``: the
-    engine's /server_info answer, for the rows derived from it.
+    (a command's one payload), without those that serve only a later payload; a caller of many
+    payloads passes its own. ``server_info``: the engine's /server_info answer, for the rows
+    derived from it.
     """
     if caches is None:
-        caches = CodecCaches()
+        caches = CodecCaches(ONE_PAYLOAD_BUDGETS)
     exposition = read_payload(payload, fmt, rules, empty_ok=False, caches=caches)
     return translate_upstreams([("", exposition)], rules, server_info=server_info, caches=caches)
 
