@@ -6,9 +6,9 @@ open, and each response closes it with its own few bytes and the cached self-met
 
 The deflate streams come from Intel's ISA-L (``isal``), not zlib: Prometheus asks for gzip, and
 zlib's level 1 was a third of the bridge's CPU per scrape of a 10 MB engine. ISA-L's level 1
-compresses the same answers 3.5-4x as fast to the same size (bench/bench_service.py's gzip
-part: 10 MB in 4.6 ms against 18.0 ms, 28.5:1 both). Its output is plain deflate, which any
-gzip decoder reads. The members are framed here (header, raw deflate, CRC-32 and length), so
+compresses the same answers 4-6x as fast to the same size (bench/bench_service.py's gzip part
+and a run on its own: 10 MB in 4.6-5.0 ms against 18.0-28.9 ms, about 28:1 both). Its output
+is plain deflate, which any gzip decoder reads. The members are framed here (header, raw deflate, CRC-32 and length), so
 their layout does not depend on what a library chooses to put in a header.
 """
 
