@@ -8,8 +8,9 @@ The deflate streams come from Intel's ISA-L (``isal``), not zlib: Prometheus ask
 zlib's level 1 was a third of the bridge's CPU per scrape of a 10 MB engine. ISA-L's level 1
 compresses the same answers 4-6x as fast to the same size (bench/bench_service.py's gzip part
 and a run on its own: 10 MB in 4.6-5.0 ms against 18.0-28.9 ms, about 28:1 both). Its output
-is plain deflate, which any gzip decoder reads. The members are framed here (header, raw deflate, CRC-32 and length), so
-their layout does not depend on what a library chooses to put in a header.
+is plain deflate, which any gzip decoder reads. The members are framed here (header, raw
+deflate, CRC-32 and length), so their layout does not depend on what a library chooses to put
+in a header.
 """
 
 from __future__ import annotations
