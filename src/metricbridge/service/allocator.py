@@ -13,10 +13,11 @@ render's pieces, and the page faults on remapping them added 15-30 ms per 10 MB 
 What a large fetch frees between its buffers (blocks copied, values, joined pieces, a render)
 the heap keeps, in holes that the next fetch does not fill the same way: with a 10 MB engine
 that was 2-3 MiB of steady RSS. ``release_free_memory`` (glibc's ``malloc_trim``) hands those
-free pages back after each fetch of ``TRIM_MIN`` bytes or more: 0.7 ms at 10 MB, for 0.25x the
-payload of steady RSS (bench/bench_service.py). Smaller fetches leave too little to be worth
-the walk over the heap. An operator who set ``MALLOC_TRIM_THRESHOLD_`` chose how much free
-memory the heap keeps (to spare the page faults of getting it back), and is not overruled.
+free pages back after each fetch of ``TRIM_MIN`` bytes or more: 0.7 ms at 10 MB, for 0.28x the
+payload of steady RSS (bench/bench_service.py: 4.18x to 3.90x). Smaller fetches leave too
+little to be worth the walk over the heap. An operator who set ``MALLOC_TRIM_THRESHOLD_`` chose
+how much free memory the heap keeps (to spare the page faults of getting it back), and is not
+overruled.
 
 A mapped buffer still costs a page fault per 4 KiB page on its first write: 2,300 for a 10 MB
 body, a fifth of the service's CPU per scrape at that size (system time, measured by
