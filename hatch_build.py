@@ -20,13 +20,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from hatchling.builders.config import BuilderConfig
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
 SOURCE = Path("src/metricbridge/exposition/_linescan.c")
 WHEEL_PATH = "metricbridge/exposition/_linescan"
 
 
-class CompileLineScan(BuildHookInterface):
+class CompileLineScan(BuildHookInterface[BuilderConfig]):
     """Compiles the C pass into the wheel, or in place for an editable install."""
 
     PLUGIN_NAME = "custom"
