@@ -37,6 +37,34 @@ from dataclasses import dataclass
 _M_MMAP_THRESHOLD = -3  # from glibc's malloc.h
 MMAP_THRESHOLD = 4 << 20
 ENVIRONMENT_OVERRIDE = "MALLOC_MMAP_THRESHOLD_"  # glibc reads it at start-up
+TRIM_OVERRIDE = "MALLOC_TRIM_THRESHOLD_"  # glibc reads it at start-up
+# A fetch this big is followed by a trim of the heap (release_free_memory).
+TRIM_MIN = MMAP_THRESHOLD
+# The symbols the interpreter's process is linked with, libc among them.
+_PROCESS = ctypes.CDLL(None, use_errno=True)
+
+
+def _function(
+    name: str, argtypes: tuple[type, ...], *, glibc: bool = False
+) -> ctypes._FuncPointer | None:
+    """A C function of the interpreter's process (libc among its symbols), set up once.
+
+    None where it is missing, or where ``glibc`` asks for glibc and the C library is another
+    (musl in Alpine images has none of glibc's malloc knobs). One handle for every call: a
+    payload buffer is advised on every large fetch.
+    """
+    if glibc and not hasattr(_PROCESS, "gnu_get_libc_version"):
+        return None
+    function = getattr(_PROCESS, name, None)
+    if function is not None:
+        function.argtypes = argtypes
+        function.restype = ctypes.c_int
+    return function
+
+
+_mallopt = _function("mallopt", (ctypes.c_int, ctypes.c_int), glibc=True)
+_malloc_trim = _function("malloc_trim", (ctypes.c_size_t,), glibc=True)
+_madvise = _function("madvise", (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int))
 
 
 def tune_malloc(environ: dict[str, str] | None = None) -> bool:
@@ -45,27 +73,9 @@ def tune_malloc(environ: dict[str, str] | None = None) -> bool:
     An operator who set ``MALLOC_MMAP_THRESHOLD_`` has decided already, and other C libraries
     (musl in Alpine images) have no such knob.
     """
-    if ENVIRONMENT_OVERRIDE in (os.environ if environ is None else environ):
+    if ENVIRONMENT_OVERRIDE in (os.environ if environ is None else environ) or _mallopt is None:
         return False
-    process = ctypes.CDLL(None)  # the symbols the interpreter is linked with, libc among them
-    if not hasattr(process, "gnu_get_libc_version"):
-        return False
-    mallopt = process.mallopt
-    mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
-    mallopt.restype = ctypes.c_int
-    return bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD))
-
-
-# A fetch this big is followed by a trim of the heap (release_free_memory).
-TRIM_MIN = MMAP_THRESHOLD
-# glibc's malloc_trim, or None under another C library. Read once: the symbol cannot change.
-_malloc_trim = getattr(ctypes.CDLL(None), "malloc_trim", None)
-if _malloc_trim is not None:
-    _malloc_trim.argtypes = (ctypes.c_size_t,)
-    _malloc_trim.restype = ctypes.c_int
-
-
-TRIM_OVERRIDE = "MALLOC_TRIM_THRESHOLD_"
+    return bool(_mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD))
 
 
 def trim_size(environ: Mapping[str, str] | None = None) -> int:
@@ -132,16 +142,9 @@ def _advise_huge_pages(address: int, size: int) -> None:
     the buffer is faulted in 4 KiB pages as before.
     """
     advice = getattr(mmap, "MADV_HUGEPAGE", None)
-    if advice is None:
+    if advice is None or _madvise is None:
         return
     start = -(-address // _PAGE) * _PAGE
     end = (address + size) // _PAGE * _PAGE
     if end > start:
-        _libc().madvise(ctypes.c_void_p(start), ctypes.c_size_t(end - start), advice)
-
-
-def _libc() -> ctypes.CDLL:
-    process = ctypes.CDLL(None, use_errno=True)
-    process.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
-    process.madvise.restype = ctypes.c_int
-    return process
+        _madvise(ctypes.c_void_p(start), ctypes.c_size_t(end - start), advice)
