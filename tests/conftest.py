@@ -2,12 +2,37 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+from helpers import strength
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """Add ``--update-golden`` to rewrite expected outputs from the current code."""
+    """``--update-golden`` rewrites expected outputs; ``--campaign`` runs campaigns at full size."""
     parser.addoption("--update-golden", action="store_true", help="rewrite tests/golden outputs")
+    parser.addoption(
+        "--campaign",
+        action="store_true",
+        help="run every campaign at full strength (CI runs `pytest -m campaign --campaign`)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Pass ``--campaign`` on through the environment, which xdist workers and subprocesses see."""
+    if config.getoption("--campaign"):
+        os.environ[strength.ENVIRONMENT] = "1"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test of a module sized by ``helpers.strength`` is a campaign: CI runs it at full size."""
+    sized = (strength.examples, strength.count)
+    for item in items:
+        module = getattr(item, "module", None)
+        if module is not None and any(value in sized for value in vars(module).values()):
+            item.add_marker(pytest.mark.campaign)
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import tempfile
 import zipfile
 from pathlib import Path
 
@@ -22,9 +21,11 @@ pytestmark = pytest.mark.slow
 
 
 def _build(out: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """``pip wheel`` of the tree into ``out``, with a temporary folder of its own beside it."""
     environment = {
         key: value for key, value in os.environ.items() if not key.startswith("METRICBRIDGE_")
     }
+    environment["TMPDIR"] = str(_temp(out))
     environment.update(env)
     command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-v", "-w", str(out), str(ROOT)]
     return subprocess.run(  # noqa: S603 - our own interpreter and tree
@@ -38,16 +39,20 @@ def _wheel(out: Path) -> tuple[str, list[str]]:
         return wheel.name, archive.namelist()
 
 
-def _scratch_dirs() -> set[Path]:
-    return set(Path(tempfile.gettempdir()).glob("metricbridge-build-*"))
+def _temp(out: Path) -> Path:
+    """The build's own temporary folder: only this test's build writes there."""
+    temp = out.parent / f"{out.name}-tmp"
+    temp.mkdir(exist_ok=True)
+    return temp
 
 
 def test_the_wheel_carries_the_compiled_pass_and_not_its_source(tmp_path: Path) -> None:
-    before = _scratch_dirs()
-    result = _build(tmp_path)
+    out = tmp_path / "wheel"
+    result = _build(out)
     assert result.returncode == 0, result.stderr
-    assert _scratch_dirs() <= before  # the hook's scratch directory is gone with the build
-    name, files = _wheel(tmp_path)
+    # The hook's scratch directory is gone with the build.
+    assert not list(_temp(out).glob("metricbridge-build-*"))
+    name, files = _wheel(out)
     assert "-none-any" not in name  # a platform wheel: it holds a C module
     assert any(
         f.startswith("metricbridge/exposition/_linescan.") and f.endswith(".so") for f in files

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from helpers.paths import OM_FIXTURES, TEXT_FIXTURES
 from helpers.strategies import expositions, junk, mutate, render
+from helpers.strength import examples
 from metricbridge.errors import ExpositionError
 from metricbridge.exposition import byte_scan
 from metricbridge.exposition import reader as exposition_reader
@@ -136,7 +137,7 @@ def test_real_fixtures_read_and_parse_alike_with_and_without_caches(fixture: obj
     assert caches.last_parse.hits == len(raw)
 
 
-@settings(COMMON, max_examples=150)
+@settings(COMMON, max_examples=examples(150))
 @given(data=st.data())
 def test_generated_and_mutated_expositions_read_alike_with_and_without_caches(data):
     fmt = data.draw(st.sampled_from(list(Format)))
@@ -146,7 +147,7 @@ def test_generated_and_mutated_expositions_read_alike_with_and_without_caches(da
     _agree(payload, fmt, data.draw(st.sampled_from(list(Verify))))
 
 
-@settings(COMMON, max_examples=100)
+@settings(COMMON, max_examples=examples(100))
 @given(payload=junk(), fmt=st.sampled_from(list(Format)))
 def test_arbitrary_bytes_read_alike_with_and_without_caches(payload, fmt):
     _agree(payload, fmt)

@@ -25,6 +25,7 @@ from prometheus_client.parser import text_string_to_metric_families as parse_tex
 
 from helpers.promtool import promtool_check_metrics
 from helpers.strategies import expositions, mutate, render
+from helpers.strength import examples
 from metricbridge.config.load import parse_config
 from metricbridge.errors import ExpositionError
 from metricbridge.model.family import Format, Verify
@@ -166,13 +167,13 @@ def _served_is_valid(payload: bytes, fmt: Format, verify: Verify) -> None:
     promtool_check_metrics(text)
 
 
-@settings(COMMON, max_examples=200)
+@settings(COMMON, max_examples=examples(200))
 @given(data=st.data())
 def test_accepted_input_is_served_valid_in_both_formats_with_full_validation(data):
     _served_is_valid(*_drawn_input(data), Verify.FULL)
 
 
-@settings(COMMON, max_examples=100)
+@settings(COMMON, max_examples=examples(100))
 @given(data=st.data())
 def test_accepted_input_is_served_valid_in_both_formats_by_default(data):
     _served_is_valid(*_drawn_input(data), Verify.STRUCTURE)

@@ -25,6 +25,7 @@ from helpers.fault_upstream import FaultUpstream, respond
 from helpers.paths import TEXT_FIXTURES
 from helpers.promtool import promtool_check_metrics
 from helpers.service import bridge_app
+from helpers.strength import examples
 from metricbridge.config.load import load_config
 from metricbridge.errors import ExpositionError
 from metricbridge.exposition.caches import CodecCaches
@@ -238,7 +239,7 @@ def _translate_edited(original: bytes, payload: bytes) -> dict[Format, bytes] | 
     return _served(outcome, caches)
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(edit=one_byte_edit())
 def test_whatever_is_served_from_an_edited_scrape_parses(edit: tuple[bytes, bytes]) -> None:
     """One byte changed anywhere: what the default mode serves, both parsers read."""
@@ -248,7 +249,7 @@ def test_whatever_is_served_from_an_edited_scrape_parses(edit: tuple[bytes, byte
 
 
 @pytest.mark.integration
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(edit=one_byte_edit())
 def test_whatever_is_served_from_an_edited_scrape_passes_promtool(
     edit: tuple[bytes, bytes],

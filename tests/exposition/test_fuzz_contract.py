@@ -39,6 +39,7 @@ from prometheus_client.parser import text_string_to_metric_families as parse_tex
 
 from helpers.paths import OM_FIXTURES, TEXT_FIXTURES
 from helpers.strategies import mutate
+from helpers.strength import examples
 from helpers.tp1_payloads import TP1_HIT_RATE, retyped, scaled
 from metricbridge.config.load import load_config, parse_config
 from metricbridge.errors import ExpositionError
@@ -146,7 +147,7 @@ VALID_COMMENT = re.compile(
 )
 
 
-@settings(FUZZ, max_examples=250 * SCALE)
+@settings(FUZZ, max_examples=examples(250 * SCALE))
 @given(case=mutated_fixtures())
 def test_mutated_fixtures_never_crash_and_headers_stay_valid(case):
     """Structure mode (the default): only ExpositionError escapes, and every comment line written
@@ -162,7 +163,7 @@ def test_mutated_fixtures_never_crash_and_headers_stay_valid(case):
                 assert VALID_COMMENT.fullmatch(line), line
 
 
-@settings(FUZZ, max_examples=250 * SCALE)
+@settings(FUZZ, max_examples=examples(250 * SCALE))
 @given(case=mutated_fixtures())
 def test_full_validation_writes_valid_output_from_any_input(case):
     """``validation: full``: anything accepted is written as output our full read accepts without
@@ -207,7 +208,7 @@ def oracle_accepts(payload: bytes, fmt: Format) -> bool:
 # --- 2. round trip ------------------------------------------------------------------------
 
 
-@settings(FUZZ, max_examples=250 * SCALE)
+@settings(FUZZ, max_examples=examples(250 * SCALE))
 @given(case=mutated_fixtures(), verify=st.sampled_from(list(Verify)), out=st.sampled_from(Format))
 def test_accepted_input_round_trips(case, verify, out):
     """Write what was accepted, read it back, write again: the same bytes (a fixed point)."""
@@ -234,7 +235,7 @@ EVENTS = st.one_of(
 )
 
 
-@settings(FUZZ, max_examples=100 * SCALE)
+@settings(FUZZ, max_examples=examples(100 * SCALE))
 @given(events=st.lists(EVENTS, min_size=2, max_size=8), data=st.data())
 def test_rates_across_fetches_stay_finite_and_exact(events, data):
     """Derived rates stay finite and non-negative through any sequence of fetches, and equal the
@@ -290,7 +291,7 @@ ENGINES = st.builds(
 )
 
 
-@settings(FUZZ, max_examples=40 * SCALE)
+@settings(FUZZ, max_examples=examples(40 * SCALE))
 @given(
     engine=ENGINES,
     seconds=st.sampled_from([0.0, 0.5, 5.0, 30.0]),

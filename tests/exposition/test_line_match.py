@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from helpers.paths import OM_FIXTURES, TEXT_FIXTURES
 from helpers.strategies import expositions, mutate, render
+from helpers.strength import examples
 from metricbridge.errors import ExpositionError
 from metricbridge.exposition import byte_scan, line_match
 from metricbridge.exposition.byte_scan import any_signed
@@ -29,7 +30,9 @@ from metricbridge.model.family import Format
 from metricbridge.model.numbers import VALUE_SHAPE, canonical_shape
 from metricbridge.simulator.engine import SimulatedEngine
 
-COMMON = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=300)
+COMMON = settings(
+    deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=examples(300)
+)
 compiled = pytest.mark.skipif(not line_match.COMPILED, reason="the C line pass is not in use")
 
 Matched = tuple[bool, list[bytes] | None] | None
@@ -232,7 +235,7 @@ def _read_all(payloads: list[bytes], fmt: Format) -> list[object]:
 
 
 @compiled
-@settings(COMMON, max_examples=150)
+@settings(COMMON, max_examples=examples(150))
 @given(data=st.data())
 def test_mutated_scrapes_read_alike_with_and_without_the_pass(data: st.DataObject) -> None:
     """A payload, then mutations of it: the pass meets heads proven on the scrape before."""

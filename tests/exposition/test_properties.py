@@ -51,6 +51,7 @@ from helpers.strategies import (
     rule_sets,
     value_key,
 )
+from helpers.strength import examples
 from metricbridge.config.load import parse_config
 from metricbridge.errors import ExpositionError
 from metricbridge.exposition.reader import read_exposition
@@ -164,7 +165,7 @@ def cases(draw: st.DrawFn, **flags: object) -> tuple[list[Fam], Format, Format]:
 # --- 0. the strategies themselves ---------------------------------------------------------
 
 
-@settings(COMMON, max_examples=100)
+@settings(COMMON, max_examples=examples(100))
 @given(fams=expositions(), fmt=FORMATS)
 def test_strategies_render_what_they_generated(fams, fmt):
     """The independent renderer writes expositions the oracle reads as exactly the samples drawn."""
@@ -175,7 +176,7 @@ def test_strategies_render_what_they_generated(fams, fmt):
 # --- 1. identity --------------------------------------------------------------------------
 
 
-@settings(COMMON, max_examples=150)
+@settings(COMMON, max_examples=examples(150))
 @given(case=cases())
 def test_empty_rules_are_the_identity_on_samples(case):
     """With a rules file of just ``version: 1``, the output holds the input's samples (and metadata)."""
@@ -190,7 +191,7 @@ def test_empty_rules_are_the_identity_on_samples(case):
 # --- 2. output re-parses ------------------------------------------------------------------
 
 
-@settings(COMMON, max_examples=150)
+@settings(COMMON, max_examples=examples(150))
 @given(case=cases(), data=st.data())
 def test_output_always_reparses(case, data):
     """Whatever the rules, prometheus_client's parser for the output format accepts the output."""
@@ -205,7 +206,7 @@ def test_output_always_reparses(case, data):
 # --- 3. no duplicate series ---------------------------------------------------------------
 
 
-@settings(COMMON, max_examples=150)
+@settings(COMMON, max_examples=examples(150))
 @given(case=cases(), data=st.data())
 def test_no_duplicate_series_and_native_family_wins(case, data):
     """No series is written twice, and an alias onto a name upstream serves leaves it untouched."""
@@ -233,7 +234,7 @@ def _renamed(fam: Fam, rule: Rule) -> Counter[SampleKey]:
     )
 
 
-@settings(COMMON, max_examples=150)
+@settings(COMMON, max_examples=examples(150))
 @given(data=st.data())
 def test_renames_and_aliases_never_lose_a_sample(data):
     """Each source sample appears under the new name (and, if kept, the old) unchanged."""
@@ -272,7 +273,7 @@ def _by_series(samples: Counter[SampleKey]) -> dict[tuple[str, tuple], list[tupl
     return {k: sorted(v) for k, v in out.items()}
 
 
-@settings(COMMON, max_examples=150)
+@settings(COMMON, max_examples=examples(150))
 @given(data=st.data())
 def test_scale_then_inverse_scale_is_identity(data):
     """Scaling a family by k, then its output by 1/k, restores its values and ``le`` bounds."""
@@ -313,7 +314,7 @@ def test_scale_then_inverse_scale_is_identity(data):
 # --- 6. fast path == full parse -----------------------------------------------------------
 
 
-@settings(COMMON, max_examples=150)
+@settings(COMMON, max_examples=examples(150))
 @given(data=st.data())
 def test_fast_path_and_full_parse_write_identical_bytes(data):
     """Validation ``structure`` and ``full`` translate a valid input to the same bytes."""
@@ -344,14 +345,14 @@ def _read_everything(payload: bytes, rules_text: str) -> None:
                 mb_render(outcome, out_fmt)
 
 
-@settings(COMMON, max_examples=300)
+@settings(COMMON, max_examples=examples(300))
 @given(payload=junk())
 def test_reader_raises_only_exposition_error_on_arbitrary_bytes(payload):
     """Arbitrary bytes either read (with problems listed) or raise ExpositionError, nothing else."""
     _read_everything(payload, EMPTY)
 
 
-@settings(COMMON, max_examples=300)
+@settings(COMMON, max_examples=examples(300))
 @given(data=st.data())
 def test_reader_raises_only_exposition_error_on_mutated_expositions(data):
     """Truncated, flipped, shortened, padded or line-duplicated input never crashes the pipeline."""
@@ -362,7 +363,7 @@ def test_reader_raises_only_exposition_error_on_mutated_expositions(data):
     _read_everything(payload, config_text(rules))
 
 
-@settings(COMMON, max_examples=200)
+@settings(COMMON, max_examples=examples(200))
 @given(data=st.data())
 def test_payload_accepted_without_problems_reparses_after_writing(data):
     """If a full parse reads a (possibly mutated) payload without problems, so does re-reading the

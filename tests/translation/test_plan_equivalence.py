@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers.paths import FIXTURES, TEXT_FIXTURES
+from helpers.strength import examples
 from metricbridge.config.load import load_config
 from metricbridge.errors import ExpositionError
 from metricbridge.exposition.caches import CodecCaches
@@ -34,7 +35,9 @@ from metricbridge.translation.pipeline import read_payload
 from metricbridge.translation.plan import TranslationPlan
 from metricbridge.translation.translate import SynthState, Translation, translate
 
-COMMON = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=40)
+COMMON = settings(
+    deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=examples(40)
+)
 RELOAD = b"reload"  # in a payload sequence: the rules are reloaded before the next payload
 TP1 = (FIXTURES / "tp1.prom").read_bytes()
 

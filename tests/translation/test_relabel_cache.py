@@ -5,6 +5,7 @@ from __future__ import annotations
 import hypothesis.strategies as st
 from hypothesis import given, settings
 
+from helpers.strength import examples
 from metricbridge.config.schema import RelabelAction, RelabelConfig
 from metricbridge.model.family import Family, FamilyMeta, Labels, MetricType, Sample
 from metricbridge.translation.compiler import _compile_step
@@ -48,7 +49,7 @@ def _family(labels: list[Labels]) -> Family:
     return Family(FamilyMeta("f", MetricType.GAUGE, None, None), samples)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     configs=st.lists(steps(), min_size=1, max_size=3),
     payloads=st.lists(st.lists(label_sets(), max_size=8), min_size=1, max_size=4),

@@ -85,7 +85,8 @@ def add_translate_command(commands: Any) -> None:  # noqa: ANN401 - argparse's s
         help="how much of the input is checked, whatever the rules file's 'validation' says "
         "(the service follows that). full (default): every sample line is parsed, so a bad "
         "value is reported with its line number. structure: the service's default fast path, "
-        "which trusts the inside of sample blocks no rule reads",
+        "which proves the bytes of the families no rule reads valid without parsing their lines "
+        "(a family that fails the proof is then parsed line by line)",
     )
     parser.add_argument(
         "--format",
