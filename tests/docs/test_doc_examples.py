@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -160,3 +161,24 @@ def test_python_value_comments_become_assertions() -> None:
     )
     assert status == 1
     assert "AssertionError" in printed
+
+
+# A path of the repository that a page names in backticks.
+_REPOSITORY_PATH = re.compile(r"`((?:bench|config|deploy|docs|src|tests|tools)/[^`\s:]*)`")
+
+
+# A path written as a pattern (``profiles/NAME.yaml``, ``sglang-<version>.json``) names no file.
+_PATTERN = re.compile(r"<|\b[A-Z]{3,}\b")
+
+
+def _exists(path: str) -> bool:
+    """A path from the repository root, or a module named from the package (``config/load.py``)."""
+    return (ROOT / path).exists() or (ROOT / "src" / "metricbridge" / path).exists()
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[page.name for page in PAGES])
+def test_every_path_a_page_names_exists(page: Path) -> None:
+    text = page.read_text(encoding="utf-8")
+    named = {path for path in _REPOSITORY_PATH.findall(text) if not _PATTERN.search(path)}
+    missing = sorted(path for path in named if not _exists(path))
+    assert not missing, f"{page.name} names paths the repository does not hold: {missing}"
