@@ -182,3 +182,29 @@ def test_every_path_a_page_names_exists(page: Path) -> None:
     named = {path for path in _REPOSITORY_PATH.findall(text) if not _PATTERN.search(path)}
     missing = sorted(path for path in named if not _exists(path))
     assert not missing, f"{page.name} names paths the repository does not hold: {missing}"
+
+
+# A relative Markdown link: [text](path) or [text](path#anchor) or [text](#anchor).
+_LINK = re.compile(r"\]\((?!https?:|mailto:)([^)\s]*?)(?:#([^)\s]+))?\)")
+
+
+def _anchors(page: Path) -> set[str]:
+    """The anchors GitHub makes of a page's headings: lower case, punctuation gone, '-' for ' '."""
+    anchors = set()
+    for line in page.read_text(encoding="utf-8").splitlines():
+        if line.startswith("#"):
+            title = line.lstrip("#").strip().lower()
+            anchors.add(re.sub(r"[^\w\- ]", "", title).replace(" ", "-"))
+    return anchors
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[page.name for page in PAGES])
+def test_every_link_between_pages_reaches_its_page_and_heading(page: Path) -> None:
+    broken = []
+    for target, anchor in _LINK.findall(page.read_text(encoding="utf-8")):
+        linked = (page.parent / target).resolve() if target else page
+        if not linked.exists():
+            broken.append(target)
+        elif anchor and linked.suffix == ".md" and anchor not in _anchors(linked):
+            broken.append(f"{target}#{anchor}")
+    assert not broken, f"{page.name}: broken links {broken}"
