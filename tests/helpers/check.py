@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 import socket
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,9 +33,9 @@ def snapshot(name: str) -> Path:
     return FIXTURES / f"{name}.prom"
 
 
-def served(*names: str) -> Served:
-    """What the bridge serves for these snapshots with the default contract."""
-    rules = compile_rules(load_config(None))
+def served(*names: str, profiles: Sequence[str] = ()) -> Served:
+    """What the bridge serves for these snapshots with the default contract (and ``profiles``)."""
+    rules = compile_rules(load_config(None, profiles))
     payloads = []
     for name in names:
         body = snapshot(name).read_bytes()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import replace
 from collections.abc import Sequence
 
 import aiohttp
@@ -309,6 +310,10 @@ class Bridge:
         if work.outcome is not None and translation is not None:
             if current:
                 self.state = translation.state
+                if any(not isinstance(a.outcome, Fetched) for a in attempts):
+                    # A family of the upstream that failed was absent, not uncreated: when it
+                    # is back, its counters must not count from 0.
+                    self.state = replace(self.state, read=frozenset())
             self.metrics.translation_duration.observe(work.seconds)
             self._accounting.merge(work.outcome.merge_drops)
             self._accounting.translation(translation)
