@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 import socket
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,14 +48,15 @@ def check(
     *snapshots: str,
     assumed: tuple[str, ...] = ("instance", "job"),
     engine: str | None = None,
+    profiles: Sequence[str] = (),
 ) -> CheckReport:
     """Check files against snapshots through the pure API (no CLI).
 
     ``engine``: the SGLang release whose catalogue explains what the snapshots lack (None: no
     engine knowledge, as ``check_queries`` without one).
     """
-    result = served(*snapshots)
-    config = load_config(None)
+    result = served(*snapshots, profiles=profiles)
+    config = load_config(None, profiles)
     loads = [(str(path), load_queries(path)) for path in files]
     contract = ContractIndex(config.families, result.translation.rows)
     view = None if engine is None else EngineView(engine, result.upstream)

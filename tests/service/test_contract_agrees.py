@@ -12,8 +12,10 @@ _SERVED = {"native", "translated", "synthesized", "approximated"}
 
 def _rules_with_approximations(tmp_path: Any) -> str:
     """The shipped contract with the approximations profile switched on in the file."""
-    text = (FIXTURES.parents[2] / "config" / "aliases.yaml").read_text(encoding="utf-8").replace(
-        "version: 1\n", "version: 1\nprofiles: [approximations]\n", 1
+    text = (
+        (FIXTURES.parents[2] / "config" / "aliases.yaml")
+        .read_text(encoding="utf-8")
+        .replace("version: 1\n", "version: 1\nprofiles: [approximations]\n", 1)
     )
     path = tmp_path / "aliases.yaml"
     path.write_text(text, encoding="utf-8")

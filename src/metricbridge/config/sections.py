@@ -154,8 +154,9 @@ def _join(node: yaml.Node, path: str, issues: Issues) -> Join | None:
     """``join: {families: [...], labels: [...]}``: labels a relabel's steps may read."""
     entries = mapping(node, path, issues, _JOIN_KEYS)
     fields = Fields(entries, path, issues)
-    families = fields.get("families", strings, ())
-    labels = fields.get("labels", strings, ())
+    none: tuple[str, ...] = ()
+    families = fields.get("families", strings, none)
+    labels = fields.get("labels", strings, none)
     if not fields.done():
         return None
     if not families or not labels:

@@ -225,8 +225,8 @@ def _ratio_of_deltas(  # noqa: PLR0913 - the formula, what it reads, and how
     memory: CounterMemory,
     reads: Reads,
     parse: Parse,
-    server_info: Mapping[str, object] | None,
     *,
+    server_info: Mapping[str, object] | None,
     memo: DeriveMemo | None,
 ) -> Values | str:
     numerator, denominator = formula.numerator, formula.denominator
@@ -243,9 +243,7 @@ def _ratio_of_deltas(  # noqa: PLR0913 - the formula, what it reads, and how
         if value is None or value <= 0:
             return f"/server_info has no usable {formula.divide_by.field}"
         budget = value
-    reset = _reset(numerator.memory_key, num, memory) or _reset(
-        denominator.memory_key, den, memory
-    )
+    reset = _reset(numerator.memory_key, num, memory) or _reset(denominator.memory_key, den, memory)
     seen = reads.values
     num_deltas = _deltas(
         numerator.memory_key, num, memory, formula.by, seen,
@@ -375,7 +373,7 @@ def derive_values(  # noqa: PLR0913 - the formula, what it reads, and how
     formula = derive.formula
     if isinstance(formula, RatioOfDeltas):
         return _ratio_of_deltas(
-            formula, families, memory, reads, parse, server_info, memo=memo
+            formula, families, memory, reads, parse, server_info=server_info, memo=memo
         )
     if isinstance(formula, Ratio):
         return _ratio(formula, families, server_info, parse, memo)
