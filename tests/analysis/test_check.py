@@ -33,7 +33,7 @@ from metricbridge.translation.contract_index import MissingClass
 OVERVIEW = CHECK / "overview.json"
 FINDINGS = CHECK / "findings.json"
 RULES = CHECK / "rules.yaml"
-L3_PANEL = 'row "Cache" > panel "L3 (MooncakeStore) hits"'
+L3_PANEL = 'row "Cache" > panel "L3 (file) hits"'
 
 
 @pytest.fixture(scope="module")
@@ -71,18 +71,18 @@ def test_rates_between_two_fetches_are_pending_in_one_snapshot_not_failing(tmp_p
     """The running bridge serves them from its second fetch; one payload cannot show them."""
     queries = tmp_path / "rates.promql"
     queries.write_text("".join(f"{name}\n" for name in RATE_ROWS))
-    report = check([queries], "hicache", "epd-encoder")
+    report = check([queries], "hicache", "epd-encoder", profiles=["approximations"])
     assert [(f.subject, f.contract, f.failing) for f in report.findings] == [
         (name, MissingClass.PENDING, False) for name in RATE_ROWS
     ]
 
 
-def test_storage_mooncake_panel_fails_against_tp1_only():
-    """cache_source="storage_MooncakeStore" exists only where the engine has an L3 tier."""
+def test_storage_panel_fails_against_tp1_only():
+    """cache_source="storage_file" exists only where the engine has an L3 tier (hicache's)."""
     report = check([OVERVIEW], "tp1")
     finding = only(report.findings, FindingKind.NO_MATCHING_VALUE)
     assert finding.location == f"{L3_PANEL} > query A"
-    assert finding.subject == 'cache_source="storage_MooncakeStore"'
+    assert finding.subject == 'cache_source="storage_file"'
     assert '"device"' in finding.reason
     assert finding.failing
 
@@ -429,7 +429,7 @@ def test_cli_exit_1_when_something_is_missing(capsys):
     run = run_cli(capsys, "check", OVERVIEW, "--snapshot", snap("tp1"))
     assert run.code == 1
     assert f"{OVERVIEW}: {L3_PANEL} > query A" in run.out
-    assert 'error: no matching value: cache_source="storage_MooncakeStore"' in run.out
+    assert 'error: no matching value: cache_source="storage_file"' in run.out
     assert "check FAILED" in run.out
 
 

@@ -149,7 +149,7 @@ EXPECTED: dict[str, list[str]] = {
     "unknown_key": [
         (
             "6: families.sglang:request_waiting_time.sorce: unknown key (did you mean 'source'? known keys: "
-            "branches, derive, disposition, factor, help, idle, keep_source, match, note, relabel, source, template, "
+            "branches, derive, disposition, factor, help, idle, join, keep_source, match, note, relabel, source, template, "
             "type, unit, warm_zero)"
         ),
         "3: families.sglang:request_waiting_time: missing required field 'source' while disposition is alias",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,9 +33,9 @@ def snapshot(name: str) -> Path:
     return FIXTURES / f"{name}.prom"
 
 
-def served(*names: str) -> Served:
-    """What the bridge serves for these snapshots with the default contract."""
-    rules = compile_rules(load_config(None))
+def served(*names: str, profiles: Sequence[str] = ()) -> Served:
+    """What the bridge serves for these snapshots with the default contract (and ``profiles``)."""
+    rules = compile_rules(load_config(None, profiles))
     payloads = []
     for name in names:
         body = snapshot(name).read_bytes()
@@ -47,14 +48,15 @@ def check(
     *snapshots: str,
     assumed: tuple[str, ...] = ("instance", "job"),
     engine: str | None = None,
+    profiles: Sequence[str] = (),
 ) -> CheckReport:
     """Check files against snapshots through the pure API (no CLI).
 
     ``engine``: the SGLang release whose catalogue explains what the snapshots lack (None: no
     engine knowledge, as ``check_queries`` without one).
     """
-    result = served(*snapshots)
-    config = load_config(None)
+    result = served(*snapshots, profiles=profiles)
+    config = load_config(None, profiles)
     loads = [(str(path), load_queries(path)) for path in files]
     contract = ContractIndex(config.families, result.translation.rows)
     view = None if engine is None else EngineView(engine, result.upstream)

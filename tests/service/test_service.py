@@ -133,6 +133,7 @@ async def test_name_filter_restricts_families(aiohttp_server, aiohttp_client) ->
 async def test_contract_report_matches_the_fixture(aiohttp_server, aiohttp_client) -> None:
     """/contract says which rows the tp1 fixture serves, how, and which need the engine."""
     client = await _start(aiohttp_server, aiohttp_client, FakeUpstream())
+    assert (await client.get("/metrics")).status == 200  # /contract explains this scrape
     report = await (await client.get("/contract")).json()
     rows = {row["family"]: row for row in report["rows"]}
     assert rows["sglang:request_waiting_time"]["state"] == "translated"
@@ -305,13 +306,13 @@ async def test_a_fetch_cut_short_by_its_own_scraper_is_not_cached(
 async def test_a_joining_scrape_answers_within_its_own_timeout(
     aiohttp_server, aiohttp_client, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """A scrape joining a longer fetch (here /contract's, which uses the cap) leaves when its own
-    time is up: 200 with self-metrics, no engine data, counted and logged; the fetch goes on."""
+    """A scrape joining a longer fetch (here a scrape allowed the cap) leaves when its own time
+    is up: 200 with self-metrics, no engine data, counted and logged; the fetch goes on."""
     upstream = FakeUpstream(delay=0.8)
     client = await _start(aiohttp_server, aiohttp_client, upstream, timeout=5.0)
     assert "sglang:" in await (await client.get("/metrics")).text()  # a previous snapshot exists
     loop = asyncio.get_running_loop()
-    contract = asyncio.create_task(client.get("/contract"))
+    patient = asyncio.create_task(client.get("/metrics", headers={TIMEOUT_HEADER: "5"}))
     await asyncio.sleep(0.1)
     started = loop.time()
     with caplog.at_level(logging.WARNING, logger="metricbridge"):
@@ -324,8 +325,8 @@ async def test_a_joining_scrape_answers_within_its_own_timeout(
     assert 'metricbridge_scrapes_gave_up_total{stage="fetch"} 1.0' in text
     assert 'metricbridge_coalesced_scrapes_total{how="joined"} 1.0' in text
     assert any("answered without engine data" in r.getMessage() for r in caplog.records)
-    report = await (await contract).json()
-    assert report["upstreams"][0]["up"] is True  # the shared fetch was not cancelled
+    # the shared fetch was not cancelled
+    assert "sglang:" in await (await patient).text()
     assert upstream.requests == 2
 
 

@@ -11,10 +11,10 @@ RATE = "sglang:device_cache_hit_rate"
 
 
 def test_a_rate_on_its_first_fetch_is_pending() -> None:
-    translation = served("hicache").translation
+    translation = served("hicache", profiles=["approximations"]).translation
     status = translation.rows[RATE]
     assert (status.state, status.pending) == (RowState.MISSING, True)
-    index = ContractIndex(load_config(None).families, translation.rows)
+    index = ContractIndex(load_config(None, ["approximations"]).families, translation.rows)
     assert index.classify(RATE).cls is MissingClass.PENDING
 
 
@@ -29,8 +29,8 @@ def test_pending_is_the_status_flag_not_the_reason_text() -> None:
 
 
 def test_missing_rows_by_class_add_up_to_the_missing_rows() -> None:
-    config = load_config(None)
-    translation = served("hicache").translation
+    config = load_config(None, ["approximations"])
+    translation = served("hicache", profiles=["approximations"]).translation
     classes = ContractIndex(config.families, translation.rows).missing_classes()
     missing = [
         rule

@@ -90,11 +90,12 @@ def test_radix_cache_warm_zero_matches_the_engines_own_label_set() -> None:
     assert list(real.values()) == [60544.0]
 
 
-def test_engine_row_with_warm_zero_is_flagged_synthesized_with_no_source() -> None:
-    """num_mm_requests_total has no community source: served 0 and labelled as such."""
-    status = _run(_fixture("tp1.prom"), _rules()).rows["sglang:num_mm_requests_total"]
-    assert status.state is RowState.SYNTHESIZED
-    assert status.reason.startswith("warm-zero, engine has no source")
+def test_engine_row_without_a_source_is_missing_not_a_made_up_zero() -> None:
+    """num_mm_requests_total has no community source: missing, never served as 0 (issue 27)."""
+    result = _run(_fixture("tp1.prom"), _rules())
+    status = result.rows["sglang:num_mm_requests_total"]
+    assert (status.state, status.engine) == (RowState.MISSING, True)
+    assert "sglang:num_mm_requests_total" not in {f.name for f in result.families}
 
 
 def test_select_plus_warm_zero_fills_only_the_missing_series() -> None:
@@ -245,13 +246,13 @@ def _tokens(device: float, host: float, prompt_a: float, prompt_b: float) -> byt
 
 
 def test_ratio_of_deltas_matches_hand_computed_figures_and_survives_a_restart() -> None:
-    """First fetch: no value; then Δdevice/Δprompt; flat denominator: no value; reset: no negatives."""
+    """First fetch: no value; then Δdevice/Δprompt; flat denominator: no value; a reset restarts."""
     rules, state = _rules(RATE_RULES), SynthState()
     steps = [  # payload, expected value (None = no series)
         (_tokens(100, 50, 300, 100), None),  # first fetch: a rate needs two
         (_tokens(160, 50, 400, 200), 60 / 200),
         (_tokens(160, 50, 400, 200), None),  # nothing moved
-        (_tokens(10, 0, 30, 10), 10 / 40),  # engine restart: counters start over
+        (_tokens(10, 0, 30, 10), None),  # engine restart: the interval starts over
         (_tokens(20, 0, 50, 30), 10 / 40),
     ]
     for step, (payload, expected) in enumerate(steps):
@@ -267,7 +268,7 @@ def test_ratio_of_deltas_matches_hand_computed_figures_and_survives_a_restart() 
 
 def test_default_device_cache_hit_rate_from_two_real_scrapes() -> None:
     """tp1 then hicache's counters: Δcached{device}/Δprompt by model, by hand."""
-    rules = _rules()
+    rules = compile_rules(load_config(None, ["approximations"]))
     first = _run(_fixture("tp1.prom"), rules)
     assert (
         first.rows["sglang:device_cache_hit_rate"].reason
@@ -307,7 +308,7 @@ def test_without_server_info_those_rows_are_missing_not_zero() -> None:
 
 def test_idle_batch_ratio_is_the_share_of_idle_dp_workers() -> None:
     """share_zero over dp8's per-rank running counts, by hand."""
-    result = _run(_fixture("dp8.prom"), _rules())
+    result = _run(_fixture("dp8.prom"), compile_rules(load_config(None, ["approximations"])))
     running = list(_series(result, "sglang:num_running_reqs").values())
     (ratio,) = _series(result, "sglang:idle_batch_ratio").values()
     assert math.isclose(ratio, sum(v == 0 for v in running) / len(running))
@@ -381,18 +382,23 @@ families:
 
 @pytest.mark.parametrize("native_first", [True, False])
 def test_a_relabelled_series_yields_to_the_engines_own(native_first: bool) -> None:
-    """storage -> storage_MooncakeStore landing on a series the engine serves: the engine's wins.
+    """storage -> storage_file landing on a series the engine serves: the engine's wins.
 
-    The result must not depend on the order of the lines; the collision is counted.
+    The result must not depend on the order of the lines; the collision is counted. The backend
+    is the L3 family's storage_backend label, never a value of the rules (issue 27).
     """
-    family = b"# TYPE sglang:cached_tokens_total counter\n"
+    family = (
+        b"# TYPE sglang:backuped_tokens_total counter\n"
+        b'sglang:backuped_tokens_total{storage_backend="file"} 1.0\n'
+        b"# TYPE sglang:cached_tokens_total counter\n"
+    )
     rewritten = b'sglang:cached_tokens_total{cache_source="storage"} 4.0\n'
-    native = b'sglang:cached_tokens_total{cache_source="storage_MooncakeStore"} 5.0\n'
+    native = b'sglang:cached_tokens_total{cache_source="storage_file"} 5.0\n'
     device = b'sglang:cached_tokens_total{cache_source="device"} 9.0\n'
     lines = native + rewritten if native_first else rewritten + native
     result = _run(family + lines + device, _rules())
     assert _series(result, "sglang:cached_tokens_total") == {
-        (("cache_source", "storage_MooncakeStore"),): 5.0,
+        (("cache_source", "storage_file"),): 5.0,
         (("cache_source", "device"),): 9.0,
     }
     assert result.stats.dropped["duplicate_series"] == 1

@@ -128,12 +128,6 @@ EVICTED = "sglang:evicted_tokens_total"
             id="warm_drop_status_deduplicates_label_sets",
         ),
         pytest.param(
-            "sglang:encoder_num_aborted_requests_total",
-            "epd-encoder.prom",
-            [{"dp_rank": "0", "model_name": VL}, {"dp_rank": "1", "model_name": VL}],
-            id="warm_keep_labels_only",
-        ),
-        pytest.param(
             EVICTED,
             "epd-encoder.prom",
             None,

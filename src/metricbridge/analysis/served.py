@@ -16,9 +16,9 @@ from metricbridge.exposition.reader import Exposition
 from metricbridge.model.family import Format
 from metricbridge.translation.compiled import CompiledRules
 from metricbridge.translation.pipeline import read_payload, translate_upstreams
-from metricbridge.translation.translate import Translation
+from metricbridge.translation.translate import SynthState, Translation
 
-__all__ = ["Payload", "Served", "serve_payloads"]
+__all__ = ["Payload", "Served", "serve_fetches", "serve_payloads"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,15 +44,43 @@ class Served:
     upstream: frozenset[str] = frozenset()
 
 
+def serve_fetches(
+    fetches: Sequence[Sequence[Payload]],
+    rules: CompiledRules,
+    server_info: Mapping[str, object] | None = None,
+    interval: float = 15.0,
+) -> Served:
+    """What the bridge serves at the last of successive fetches of the same upstreams.
+
+    Each fetch is translated with the state the one before left (counter values, which
+    counters were read, idleness), ``interval`` seconds apart, as the service does; so rows
+    derived between two fetches have values. The warnings are every fetch's.
+    """
+    state: SynthState | None = None
+    served: Served | None = None
+    warnings: list[str] = []
+    for number, payloads in enumerate(fetches):
+        served = serve_payloads(payloads, rules, server_info, state=state, now=number * interval)
+        warnings.extend(served.warnings)
+        state = served.translation.state
+    if served is None:
+        raise ValueError("serve_fetches needs one fetch at least")
+    return Served(served.translation, served.catalog, tuple(warnings), served.upstream)
+
+
 def serve_payloads(
     payloads: Sequence[Payload],
     rules: CompiledRules,
     server_info: Mapping[str, object] | None = None,
+    *,
+    state: SynthState | None = None,
+    now: float = 0.0,
 ) -> Served:
     """Read each payload, merge first-wins, translate once and index the result.
 
     ``server_info`` is the engine's /server_info answer, which derived rows may read (the
-    service polls it). A payload with no body counts as no families (a cold EPD encoder
+    service polls it); ``state`` what the previous fetch left, ``now`` its time.
+    A payload with no body counts as no families (a cold EPD encoder
     answers 200 with none). Raises ``InputError`` naming a payload nothing of which is usable.
     """
     parts: list[tuple[str, Exposition]] = []
@@ -64,7 +92,7 @@ def serve_payloads(
             raise InputError(payload.source, exc.message, line=exc.line) from exc
         warnings.extend(f"{payload.source}: dropped a family: {p}" for p in exposition.problems)
         parts.append((payload.source, exposition))
-    outcome = translate_upstreams(parts, rules, server_info=server_info)
+    outcome = translate_upstreams(parts, rules, state, now=now, server_info=server_info)
     translation = outcome.translation
     warnings.extend(str(drop) for drop in outcome.merge_drops)
     warnings.extend(f"translation dropped a family: {p}" for p in translation.problems)

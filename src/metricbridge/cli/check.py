@@ -23,7 +23,7 @@ from metricbridge.analysis.check import DEFAULT_ASSUMED_LABELS, check_queries
 from metricbridge.analysis.dashboards import LoadResult, load_queries
 from metricbridge.analysis.engine_notes import EngineView, explain_missing_rows
 from metricbridge.analysis.findings import CheckReport
-from metricbridge.analysis.served import Served, serve_payloads
+from metricbridge.analysis.served import Served, serve_fetches
 from metricbridge.analysis.upgrade_diff import diff_upgrade
 from metricbridge.cli.engine import (
     add_engine_option,
@@ -278,7 +278,8 @@ def _rules(path: Path | None, profiles: Sequence[str] = ()) -> tuple[Config, Com
 
 
 def _serve(sources: Sources, rules: CompiledRules) -> Served:
-    served = serve_payloads(sources.payloads, rules, sources.server_info)
+    fetches = [sources.payloads, *sources.later]
+    served = serve_fetches(fetches, rules, sources.server_info, sources.interval)
     for warning in served.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     return served

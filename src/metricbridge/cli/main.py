@@ -45,6 +45,7 @@ _COMMANDS = {
     "diff": ("metricbridge.cli.check", "add_diff_command"),
     "mm-pad-id": ("metricbridge.cli.mm_pad_id", "add_mm_pad_id_command"),
     "profiles": ("metricbridge.cli.profiles", "add_profiles_command"),
+    "engines": ("metricbridge.cli.engines", "add_engines_command"),
 }
 _ROOT_FLAGS = ("-h", "--help", "--version")
 

@@ -36,6 +36,10 @@ class Sources:
 
     payloads: list[Payload]
     server_info: dict[str, object] | None
+    # Later fetches of the same upstreams, in order (``--then``), each merged like payloads;
+    # rate rows are computed between one fetch and the next, the report is the last one's.
+    later: tuple[list[Payload], ...] = ()
+    interval: float = 15.0  # seconds between two fetches (idleness reads the clock)
 
 
 def add_source_options(parser: argparse.ArgumentParser) -> None:
@@ -56,6 +60,24 @@ def add_source_options(parser: argparse.ArgumentParser) -> None:
         type=Path,
         metavar="EXPOSITION",
         help="saved /metrics responses (text format or OpenMetrics), merged like upstreams",
+    )
+    parser.add_argument(
+        "--then",
+        nargs="+",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="EXPOSITION",
+        help="with --snapshot: the same upstreams' responses at the next fetch (repeat for each "
+        "later one, in order); rows derived between two fetches (rates) are computed from "
+        "consecutive ones, and the report is the last fetch's",
+    )
+    parser.add_argument(
+        "--interval",
+        type=positive_seconds,
+        default=15.0,
+        metavar="SECONDS",
+        help="with --then: seconds between two fetches (default 15)",
     )
     parser.add_argument(
         "--upstream-timeout",
@@ -126,8 +148,12 @@ def read_snapshot(path: Path) -> Payload:
 def load_sources(args: argparse.Namespace) -> Sources:
     """The payloads the options name; raises ``InputError`` for any that cannot be had."""
     saved = read_server_info(args.server_info)
+    if args.then and not args.snapshot:
+        raise InputError("--then", "follows --snapshot: a live upstream is fetched once")
     if args.snapshot:
-        return Sources([read_snapshot(path) for path in args.snapshot], saved)
+        later = tuple([read_snapshot(path) for path in fetch] for fetch in args.then)
+        first = [read_snapshot(path) for path in args.snapshot]
+        return Sources(first, saved, later, args.interval)
     # Only live upstreams need the HTTP client: `check --snapshot` does not import it.
     from metricbridge.cli.live import fetch_upstreams  # noqa: PLC0415
 

@@ -25,10 +25,18 @@ _NEEDS: dict[Disposition, set[str]] = {
     Disposition.SELECT: {"source", "match"},
     Disposition.RELABEL: {"relabel"},
     Disposition.DERIVE: {"derive"},
-    Disposition.APPROXIMATE: {"derive", "help"},
+    # and exactly one of derive or source (_check_approximation)
+    Disposition.APPROXIMATE: {"help"},
 }
 APPROXIMATION_HELP = "Approximation:"  # how an approximate row's HELP starts
-_NO_WARM_ZERO = {Disposition.STRUCTURAL, Disposition.DROP}
+# Warm-zero serves 0 for a counter the engine defines and creates lazily: a row the engine has
+# no source for (engine, approximate) would be a made-up value, not a pre-warm.
+_NO_WARM_ZERO = {
+    Disposition.STRUCTURAL,
+    Disposition.DROP,
+    Disposition.ENGINE,
+    Disposition.APPROXIMATE,
+}
 _UNTYPED_OK = {Disposition.ENGINE, Disposition.STRUCTURAL, Disposition.DROP}
 _SCALABLE = {MetricType.COUNTER, MetricType.GAUGE, MetricType.HISTOGRAM, MetricType.SUMMARY}
 _RESERVED_LABELS = {"le", "quantile", "__name__"}
@@ -47,6 +55,9 @@ def _check_fields(rule: FamilyRule, check: RuleIssues) -> None:
     )
     if rule.disposition is Disposition.RELABEL:
         refused -= {"source"}  # a relabel may read another family
+    if rule.disposition is Disposition.APPROXIMATE:
+        needs, refused = _approximation_fields(rule, check)
+        refused |= {"warm_zero"}
     for name in sorted(needs):
         if not _present(rule, name):
             check.add(
@@ -58,6 +69,19 @@ def _check_fields(rule: FamilyRule, check: RuleIssues) -> None:
     needs_type = rule.disposition not in _UNTYPED_OK or rule.warm_zero or rule.idle
     if rule.type is MetricType.UNKNOWN and needs_type:
         check.add("", f"missing required field 'type' while disposition is {rule.disposition}")
+
+
+def _approximation_fields(rule: FamilyRule, check: RuleIssues) -> tuple[set[str], set[str]]:
+    """An approximation computes (derive) or reads one family (source, a factor or a match)."""
+    needs = {"help"}
+    if (rule.derive is None) == (rule.source is None):
+        check.add("", "an approximation needs exactly one of 'derive' or 'source'")
+        return needs, {"relabel"}
+    if rule.derive is not None:
+        return needs, {"source", "factor", "match", "relabel"}
+    if rule.factor is not None and rule.match:
+        check.add("", "an approximation read from a source scales (factor) or selects (match)")
+    return needs, {"derive", "relabel"}
 
 
 def _check_meaning(rule: FamilyRule, check: RuleIssues) -> None:
@@ -73,6 +97,8 @@ def _check_meaning(rule: FamilyRule, check: RuleIssues) -> None:
     for label in rule.match:
         if label in _RESERVED_LABELS:
             check.add(".match", f"cannot select on {label!r}")
+    if rule.join is not None and rule.disposition is not Disposition.RELABEL:
+        check.add(".join", f"a join feeds relabel steps; it does not apply to {rule.disposition}")
     help_text = rule.help
     if rule.disposition is Disposition.APPROXIMATE and help_text is not None:  # noqa: SIM102
         if not help_text.startswith(APPROXIMATION_HELP):

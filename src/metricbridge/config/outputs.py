@@ -65,7 +65,7 @@ def _renamed_away(config: Config) -> dict[str, FamilyRule]:
 
 def _reads_upstream(rule: FamilyRule) -> bool:
     """Whether the rule reads a family other than its own name, before any rule has run."""
-    return rule.disposition in _FROM_UPSTREAM and rule.input_name != rule.name
+    return rule.transform in _FROM_UPSTREAM and rule.input_name != rule.name
 
 
 def _check_chaining(config: Config, issues: Issues) -> None:

@@ -36,6 +36,11 @@ class Disposition(StrEnum):
     STRUCTURAL = "structural"  # never emitted, by contract
 
 
+_TRANSFORMS = frozenset(
+    {Disposition.ALIAS, Disposition.SCALE, Disposition.SELECT, Disposition.RELABEL}
+)
+
+
 class RelabelAction(StrEnum):
     """Prometheus relabel actions that make sense for one exposition's series."""
 
@@ -82,6 +87,19 @@ class WarmZero:
 
 
 @dataclass(frozen=True, slots=True)
+class Join:
+    """Labels a relabel rule's steps may read from another family of the same payload.
+
+    The first of ``families`` the payload has gives each of ``labels`` if all its series agree
+    on one value; every series of the rule's family then carries it as ``__<label>`` while the
+    steps run, and no label starting with ``__`` is served (Prometheus' relabelling convention).
+    """
+
+    families: tuple[str, ...]
+    labels: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class FamilyRule:
     """One metric row of the contract and how the bridge honours it."""
 
@@ -94,6 +112,7 @@ class FamilyRule:
     factor: float | None = None
     match: Mapping[str, str] = field(default_factory=frozen_map)  # types.MappingProxyType
     relabel: tuple[RelabelConfig, ...] = ()
+    join: Join | None = None  # relabel: labels the steps read from another family
     help: str | None = None
     unit: str | None = None
     note: str | None = None
@@ -107,6 +126,21 @@ class FamilyRule:
     def input_name(self) -> str:
         """The upstream family the rule reads."""
         return self.source or self.name
+
+    @property
+    def transform(self) -> Disposition | None:
+        """What the rule does to one upstream family: alias, scale, select or relabel; or None.
+
+        An approximation read from a ``source`` runs a scale (with a factor), a select (with a
+        match) or an alias; one with a ``derive`` block runs no transform.
+        """
+        if self.disposition in _TRANSFORMS:
+            return self.disposition
+        if self.disposition is not Disposition.APPROXIMATE or self.source is None:
+            return None
+        if self.factor is not None:
+            return Disposition.SCALE
+        return Disposition.SELECT if self.match else Disposition.ALIAS
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,4 +170,8 @@ class Config:
         """Whether the bridge computes ``rule``'s derive block (an approximation only if on)."""
         if rule.derive is None:
             return False
+        return self.active(rule)
+
+    def active(self, rule: FamilyRule) -> bool:
+        """Whether the bridge serves ``rule`` at all: an approximation only if switched on."""
         return rule.disposition is not Disposition.APPROXIMATE or self.approximate

@@ -21,6 +21,7 @@ from metricbridge.config.schema import (
     Disposition,
     FamilyRule,
     IdlePolicy,
+    Join,
     RelabelAction,
     RelabelConfig,
     WarmZero,
@@ -42,14 +43,15 @@ from metricbridge.config.yaml_nodes import (
     strings,
 )
 from metricbridge.model.family import MetricType
-from metricbridge.model.names import METRIC_NAME
+from metricbridge.model.names import LABEL_NAME, METRIC_NAME
 
 _TEMPLATE_FIELD = re.compile(r"\{([a-z_]+)\}")
 
 _RULE_KEYS = {
     "disposition", "type", "source", "keep_source", "factor", "match", "relabel", "help", "unit",
-    "note", "branches", "warm_zero", "idle", "template", "derive",
+    "note", "branches", "warm_zero", "idle", "template", "derive", "join",
 }  # fmt: skip
+_JOIN_KEYS = {"families", "labels"}
 _RELABEL_KEYS = {"action", "source_labels", "separator", "regex", "target_label", "replacement"}
 _WARM_KEYS = {"labels_from", "keep_labels", "drop_labels", "defaults", "values", "set", "buckets"}
 
@@ -148,6 +150,26 @@ def _idle(node: yaml.Node, path: str, issues: Issues) -> IdlePolicy | None:
     return enum_value(IdlePolicy, node, path, issues)
 
 
+def _join(node: yaml.Node, path: str, issues: Issues) -> Join | None:
+    """``join: {families: [...], labels: [...]}``: labels a relabel's steps may read."""
+    entries = mapping(node, path, issues, _JOIN_KEYS)
+    fields = Fields(entries, path, issues)
+    none: tuple[str, ...] = ()
+    families = fields.get("families", strings, none)
+    labels = fields.get("labels", strings, none)
+    if not fields.done():
+        return None
+    if not families or not labels:
+        issues.add(node, path, "a join needs 'families' and 'labels'")
+    for name in families:
+        if not METRIC_NAME.fullmatch(name):
+            issues.add(node, f"{path}.families", f"invalid metric family name {name!r}")
+    for label in labels:
+        if not LABEL_NAME.fullmatch(label) or label.startswith("__"):
+            issues.add(node, f"{path}.labels", f"invalid label name {label!r}")
+    return Join(families, labels)
+
+
 _NO_RULE = FamilyRule(name="", line=0, disposition=Disposition.NATIVE)  # the defaults
 
 
@@ -165,6 +187,7 @@ def _rule(name: str, line: int, entries: Entries, path: str, issues: Issues) -> 
         factor=fields.get("factor", number, no.factor),
         match=fields.get("match", label_map, no.match),
         relabel=fields.get("relabel", _relabel_steps, no.relabel),
+        join=fields.get("join", _join, no.join),
         help=fields.get("help", string, no.help),
         unit=fields.get("unit", string, no.unit),
         note=fields.get("note", string, no.note),

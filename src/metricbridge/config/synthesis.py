@@ -86,6 +86,8 @@ class Derive:
     labels_from: str | None = None
     drop_labels: tuple[str, ...] = ()
     factor: float | None = None  # ratio_of_deltas: the ratio times this (a unit change)
+    # ratio_of_deltas: the ratio divided by this /server_info field (a budget per pass)
+    divide_by: Operand | None = None
 
     def formula(self) -> str:
         """The definition in one line, as reports show it."""
@@ -93,6 +95,8 @@ class Derive:
         if self.op is DeriveOp.RATIO_OF_DELTAS and num is not None and den is not None:
             by = f"sum by ({', '.join(self.by)}) " if self.by else "sum "
             text = f"Δ {by}{num.selector()} / Δ {by}{den.selector()}"
+            if self.divide_by is not None:
+                text += f" / {self.divide_by.selector()}"
             return text + (f" * {self.factor:g}" if self.factor is not None else "")
         if self.op is DeriveOp.RATIO and num is not None and den is not None:
             return f"{num.selector()} / max({self.minimum or 0:g}, {den.selector()})"
@@ -130,6 +134,7 @@ class NamingConfig:
 _OPERAND_KEYS = {"family", "match", "server_info", "per_dp_worker", "exclude", "sample"}
 _DERIVE_KEYS = {
     "op", "numerator", "denominator", "by", "minimum", "labels_from", "drop_labels", "factor",
+    "divide_by",
 }  # fmt: skip
 _SAMPLES = ("sum", "count")
 _IDLE_KEYS = {"enabled", "after_seconds", "heartbeat_seconds", "when_zero", "when_flat", "zero"}
@@ -139,11 +144,14 @@ _DERIVE_NEEDS: dict[DeriveOp, tuple[set[str], set[str]]] = {
         {"numerator", "denominator"},
         {"labels_from", "drop_labels", "minimum"},
     ),
-    DeriveOp.RATIO: ({"numerator", "denominator"}, {"by", "labels_from", "drop_labels", "factor"}),
-    DeriveOp.SERVER_INFO: ({"numerator"}, {"denominator", "by", "minimum", "factor"}),
+    DeriveOp.RATIO: (
+        {"numerator", "denominator"},
+        {"by", "labels_from", "drop_labels", "factor", "divide_by"},
+    ),
+    DeriveOp.SERVER_INFO: ({"numerator"}, {"denominator", "by", "minimum", "factor", "divide_by"}),
     DeriveOp.SHARE_ZERO: (
         {"numerator"},
-        {"denominator", "labels_from", "drop_labels", "minimum", "factor"},
+        {"denominator", "labels_from", "drop_labels", "minimum", "factor", "divide_by"},
     ),
 }
 
@@ -151,7 +159,7 @@ _DERIVE_NEEDS: dict[DeriveOp, tuple[set[str], set[str]]] = {
 # Whether each op reads a family (True) or a /server_info field (False) on each side; a ratio's
 # denominator may be either. The other kind could never give a value, so it is refused at load.
 _READS_FAMILY: dict[DeriveOp, dict[str, bool]] = {
-    DeriveOp.RATIO_OF_DELTAS: {"numerator": True, "denominator": True},
+    DeriveOp.RATIO_OF_DELTAS: {"numerator": True, "denominator": True, "divide_by": False},
     DeriveOp.RATIO: {"numerator": True},
     DeriveOp.SERVER_INFO: {"numerator": False},
     DeriveOp.SHARE_ZERO: {"numerator": True},
@@ -237,12 +245,18 @@ def parse_derive(node: yaml.Node, path: str, issues: Issues) -> Derive | None:
         labels_from=fields.get("labels_from", string, no.labels_from),
         drop_labels=fields.get("drop_labels", strings, no.drop_labels),
         factor=fields.get("factor", number, no.factor),
+        divide_by=fields.get("divide_by", _operand, no.divide_by),
     )
     if not fields.done():
         return None
     if derive.factor == 0:
         issues.add(entries["factor"][1], f"{path}.factor", "factor 0 would erase every value")
-    for side, operand in (("numerator", derive.numerator), ("denominator", derive.denominator)):
+    sides = (
+        ("numerator", derive.numerator),
+        ("denominator", derive.denominator),
+        ("divide_by", derive.divide_by),
+    )
+    for side, operand in sides:
         if (problem := _check_operand_kind(op, side, operand)) is not None:
             issues.add(entries[side][1], f"{path}.{side}", problem)
     return derive

@@ -112,6 +112,10 @@ def _rename(rule: FamilyRule) -> Step:
 
 def _scoped_steps(rule: FamilyRule) -> list[Step]:
     """The rule's relabel steps, each limited to the series of the output family."""
+    if rule.join is not None:
+        # A scrape-time step sees one series: another family's labels are not there.
+        joined = ", ".join(rule.join.families)
+        raise _InexpressibleError(f"its steps read labels of another family ({joined})")
     steps: list[Step] = []
     for index, step in enumerate(rule.relabel):
         if step.action in (

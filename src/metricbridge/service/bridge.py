@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 
 import aiohttp
 
@@ -31,7 +32,7 @@ from metricbridge.service.translation_job import Work, failed, read_one, transla
 from metricbridge.service.worker import Worker
 from metricbridge.translation.compiled import CompiledRules
 from metricbridge.translation.relabel_cache import RelabelCache
-from metricbridge.translation.translate import SynthState
+from metricbridge.translation.translate import RowStatus, SynthState
 
 log = logging.getLogger("metricbridge.bridge")
 # Below this much time left, a request takes the cut-short fetch it joined instead of another.
@@ -64,6 +65,9 @@ class Bridge:
         self._warned_fetch = 0
         self._accounting = Accounting(metrics, settings.family_sample_limit)
         self.state = SynthState()  # rates and idleness carried from fetch to fetch
+        # What GET /contract describes: the row states and upstream results of the fetch
+        # /metrics last served (never a fetch of its own: a rate row would read missing there).
+        self.last_served: ServedFetch | None = None
         self.server_info: dict[str, object] | None = None  # kept fresh by a background poller
         # What reading and writing remember from one fetch to the next. Used by the worker
         # only: its one thread is the only one that reads, translates or renders with them (a
@@ -84,6 +88,7 @@ class Bridge:
         """
         self.rules = rules
         self._latest = None
+        self.last_served = None
         self.state = SynthState()
         if self.worker.idle:
             self.caches.reset()
@@ -309,6 +314,10 @@ class Bridge:
         if work.outcome is not None and translation is not None:
             if current:
                 self.state = translation.state
+                if any(not isinstance(a.outcome, Fetched) for a in attempts):
+                    # A family of the upstream that failed was absent, not uncreated: when it
+                    # is back, its counters must not count from 0.
+                    self.state = replace(self.state, read=frozenset())
             self.metrics.translation_duration.observe(work.seconds)
             self._accounting.merge(work.outcome.merge_drops)
             self._accounting.translation(translation)
@@ -354,6 +363,20 @@ class Bridge:
         except UpstreamError as exc:
             outcome = exc
         return Attempt(upstream, outcome, loop.time() - started)
+
+
+@dataclass(frozen=True, slots=True)
+class ServedFetch:
+    """The little /contract needs of a served snapshot: row states and upstream results."""
+
+    rows: Mapping[str, RowStatus] | None
+    results: tuple[UpstreamResult, ...]
+
+    @classmethod
+    def of(cls, snapshot: Snapshot) -> ServedFetch:
+        """Keep the row states, not the snapshot (its families and renders are megabytes)."""
+        translation = snapshot.translation
+        return cls(translation.rows if translation is not None else None, snapshot.results)
 
 
 def _retrieve(job: asyncio.Future[None]) -> None:

@@ -23,7 +23,7 @@ from metricbridge.errors import ConfigError, ExpositionError
 from metricbridge.exposition.writer import PIECE_SIZE, write_chunks
 from metricbridge.model.family import AnyFamily, Format
 from metricbridge.service.background import heartbeat, poll_server_info, server_info_urls
-from metricbridge.service.bridge import Bridge
+from metricbridge.service.bridge import Bridge, ServedFetch
 from metricbridge.service.gzip_framing import close_gzip, gzip_member
 from metricbridge.service.name_filter import select_samples
 from metricbridge.service.negotiation import (
@@ -153,6 +153,8 @@ async def handle_metrics(request: web.Request) -> web.StreamResponse:
     # The engine part is rendered in the bridge's worker, within the scrape's deadline.
     render = None if names else (fmt, gzip_level is not None)
     snapshot = await bridge.snapshot(timeout, render)
+    if not names:  # a name[] answer is part of a fetch, not what a scrape of /metrics saw
+        bridge.last_served = ServedFetch.of(snapshot)
     state.metrics.scrapes.inc(fmt.value)
     if names:
         parts = await _filtered_body(snapshot, state.metrics, fmt, names, gzip_level)
@@ -320,10 +322,16 @@ async def handle_reload(request: web.Request) -> web.Response:
 
 
 async def handle_contract(request: web.Request) -> web.Response:
-    """GET /contract: each contract row and how the latest fetch served it."""
+    """GET /contract: each contract row and how the fetch /metrics last served served it.
+
+    It never fetches: with ``--cache-ttl 0`` its own fetch would be another one than the scrape
+    it should explain, and a rate between two fetches would read missing right after /metrics
+    served it. Before the first scrape every row reads "no upstream data".
+    """
     state = request.app[STATE]
-    snapshot = await _bridge(request).snapshot(state.settings.fetch.timeout_cap)
-    report = contract_report(state.config, snapshot.translation)
+    served = _bridge(request).last_served
+    snapshot = served if served is not None else ServedFetch(None, ())
+    report = contract_report(state.config, snapshot.rows)
     report["upstreams"] = [
         {
             "upstream": r.upstream.label,

@@ -66,9 +66,13 @@ class Select:
 
 @dataclass(frozen=True, slots=True)
 class Relabel:
-    """relabel: Prometheus-style steps, in order, per series."""
+    """relabel: Prometheus-style steps, in order, per series.
+
+    ``join``: the families (first present wins) and labels the steps read as ``__<label>``.
+    """
 
     steps: tuple[CompiledRelabel, ...]
+    join: tuple[tuple[str, ...], tuple[str, ...]] | None = None
 
 
 Transform = Rename | Scale | Select | Relabel
@@ -131,9 +135,7 @@ class RatioOfDeltas:
     denominator: FamilySeries
     by: frozenset[str]
     factor: float = 1.0  # the ratio times this
-    # An interval in which a counter was reset has no value (approximations), rather than the
-    # increase since the reset (Prometheus' increase(), the default).
-    skip_resets: bool = False
+    divide_by: ServerField | None = None  # the ratio over this /server_info number as well
 
 
 @dataclass(frozen=True, slots=True)

@@ -51,12 +51,6 @@ def _unchecked(rule: FamilyRule, what: str) -> ValueError:
     return ValueError(f"{rule.name}: {what} (config.load refuses this rule)")
 
 
-# Dispositions that read an upstream family and write something else (or the same, rewritten).
-_TRANSFORMS = frozenset(
-    {Disposition.ALIAS, Disposition.SCALE, Disposition.SELECT, Disposition.RELABEL}
-)
-
-
 def _compile_step(step: RelabelConfig) -> CompiledRelabel:
     # Anchored like Prometheus' relabel.NewRegexp, which wraps the pattern in ^(?:...)$.
     pattern = compile_regex(f"(?:{step.regex})")
@@ -74,12 +68,14 @@ def _compile_step(step: RelabelConfig) -> CompiledRelabel:
 
 
 def _transform(rule: FamilyRule) -> Transform:
-    if rule.disposition is Disposition.ALIAS:
+    kind = rule.transform
+    if kind is Disposition.ALIAS:
         return Rename()
-    if rule.disposition is Disposition.SELECT:
+    if kind is Disposition.SELECT:
         return Select(frozenset(rule.match.items()), frozenset(rule.match))
-    if rule.disposition is Disposition.RELABEL:
-        return Relabel(tuple(_compile_step(step) for step in rule.relabel))
+    if kind is Disposition.RELABEL:
+        join = None if rule.join is None else (rule.join.families, rule.join.labels)
+        return Relabel(tuple(_compile_step(step) for step in rule.relabel), join)
     if rule.factor is None:  # a scale without a factor: config.checks refuses it
         raise _unchecked(rule, "a scale needs a factor")
     return Scale(rule.factor)
@@ -120,8 +116,8 @@ def _formula(derive: Derive, rule: FamilyRule) -> Formula:
     if derive.op is DeriveOp.RATIO_OF_DELTAS:
         numerator, denominator = _series(derive.numerator, rule), _series(derive.denominator, rule)
         factor = 1.0 if derive.factor is None else derive.factor
-        approximate = rule.disposition is Disposition.APPROXIMATE
-        return RatioOfDeltas(numerator, denominator, frozenset(derive.by), factor, approximate)
+        divide_by = None if derive.divide_by is None else _field(derive.divide_by, rule)
+        return RatioOfDeltas(numerator, denominator, frozenset(derive.by), factor, divide_by)
     if derive.op is DeriveOp.RATIO:
         below = derive.denominator
         reads_field = below is not None and below.server_info is not None
@@ -191,10 +187,13 @@ def _compile_warm(rule: FamilyRule, warm: WarmZero) -> CompiledWarmZero:
     )
 
 
-def _contract_row(rule: FamilyRule) -> ContractRow:
+def _contract_row(rule: FamilyRule, *, active: bool) -> ContractRow:
     name, disposition, input_name = rule.name, rule.disposition, rule.input_name
+    kind = rule.transform or disposition
     statuses = tuple(
-        row_status(name, disposition, input_name, present=present, served=served)
+        row_status(
+            name, disposition, input_name, present=present, served=served, active=active, kind=kind
+        )
         for present in (False, True)
         for served in (False, True)
     )
@@ -213,7 +212,7 @@ def compile_rules(config: Config) -> CompiledRules:
         if rule.disposition is Disposition.DROP:
             # Nothing to run: the family is consumed, not served, and counted as dropped.
             consumed.add(rule.input_name)
-        elif rule.disposition in _TRANSFORMS:
+        elif rule.transform is not None and config.active(rule):
             compiled = _compile_rule(rule)
             # In-place rewrites run first, so aliases of the same family see the original.
             bucket = by_input.setdefault(rule.input_name, [])
@@ -232,7 +231,7 @@ def compile_rules(config: Config) -> CompiledRules:
         consumed=frozenset(consumed),
         validation=config.validation,
         naming=config.naming,
-        rows=tuple(_contract_row(rule) for rule in config.families),
+        rows=tuple(_contract_row(rule, active=config.active(rule)) for rule in config.families),
         derives=tuple(derives),
         warm_zero=tuple(warm),
         idle=config.idle,

@@ -1,10 +1,13 @@
 """Derived families: rows the contract can compute from community families or /server_info.
 
 Each op has one documented definition (docs/configuration.md). Rates come from counter deltas
-between two upstream fetches, so they need the previous fetch's values (``CounterMemory``); a
-counter that went down was reset (engine restart) and its new value is the increase, as
-Prometheus' ``increase()`` treats it. A ratio whose denominator did not move has no value: the
-series is left out rather than served as a made-up 0.
+between two upstream fetches, so they need the previous fetch's values (``CounterMemory``).
+Resets are detected per series: one series that went down (its process restarted; SGLang's
+tokenizer and schedulers are separate processes) restarts the interval for the whole ratio,
+which has no value until the next fetch, so a ratio never mixes an increase since a reset with
+one since the previous fetch. A series created since the previous fetch counts from 0. A ratio
+whose denominator did not move has no value: the series is left out rather than served as a
+made-up 0.
 """
 
 from __future__ import annotations
@@ -43,6 +46,19 @@ CounterMemory = Mapping[tuple[str, Labels], float]
 # its run's, which shares the parses of the translation and the caller's caches).
 Parse = Callable[[AnyFamily | None], Family | None]
 Values = list[tuple[Labels, float]]  # (labels, value) of each derived series
+
+
+@dataclass(slots=True)
+class Reads:
+    """The counters one derivation pass reads: their values, and which it read at all.
+
+    ``before``: the counter series keys the previous fetch read (present or absent), so that
+    one absent then and present now is known to have been created in between.
+    """
+
+    before: frozenset[str] = frozenset()
+    values: dict[tuple[str, Labels], float] = field(default_factory=dict)
+    now: set[str] = field(default_factory=set)
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,7 +177,8 @@ def _grouper(
     return group
 
 
-def _restarted(name: str, series: Values, memory: CounterMemory) -> bool:
+def _reset(name: str, series: Values, memory: CounterMemory) -> bool:
+    """Whether any one series went down since the previous fetch: its counter was reset."""
     return any(value < memory.get((name, labels), value) for labels, value in series)
 
 
@@ -173,53 +190,74 @@ def _deltas(  # noqa: PLR0913 - one counter's series, what was remembered, and h
     seen: dict[tuple[str, Labels], float],
     *,
     memo: DeriveMemo | None,
+    from_zero: bool,
 ) -> dict[Labels, float]:
-    # One series going down means the engine restarted: every series of the family started
-    # over, including those that have already grown past their old values.
-    restarted = _restarted(name, series, memory)
+    """Each group's increase since the previous fetch.
+
+    ``from_zero``: the previous fetch read this counter, so a series it lacked was created
+    since (SGLang creates labelled counters on their first event) and its whole value is the
+    increase. Otherwise (the first fetch) a series without a previous value has no increase yet.
+    """
     grouped = _grouper(name, by, memo, len(series))
     sums: dict[Labels, float] = {}
     for labels, value in series:
         seen[(name, labels)] = value
         previous = memory.get((name, labels))
         if previous is None:
-            continue
-        delta = value if restarted else value - previous
+            if not from_zero:
+                continue
+            previous = 0.0
         group = grouped(labels)
-        sums[group] = sums.get(group, 0.0) + delta
+        sums[group] = sums.get(group, 0.0) + value - previous
     return sums
 
 
 # A rate row's reason on the first fetch: one snapshot can never show it (contract_index).
 NEEDS_TWO_FETCHES = "no value yet: a rate needs two fetches"
+# A reset on either side restarts the interval: with one side's increase since its reset and
+# the other's since the previous fetch, a ratio can leave its range (a hit rate of 2.5).
+RESET_REASON = "no value: a counter was reset since the previous fetch; the next fetch has one"
 
 
 def _ratio_of_deltas(  # noqa: PLR0913 - the formula, what it reads, and how
     formula: RatioOfDeltas,
     families: Mapping[str, AnyFamily],
     memory: CounterMemory,
-    seen: dict[tuple[str, Labels], float],
+    reads: Reads,
     parse: Parse,
     *,
+    server_info: Mapping[str, object] | None,
     memo: DeriveMemo | None,
 ) -> Values | str:
     numerator, denominator = formula.numerator, formula.denominator
     num = selected(numerator, families, parse, memo)
     den = selected(denominator, families, parse, memo)
+    # Read, present or not: a counter absent now and present next time was created in between.
+    reads.now.update((numerator.memory_key, denominator.memory_key))
     if num is None or den is None:
         absent = numerator.family if num is None else denominator.family
         return f"{absent} is absent upstream"
-    reset = formula.skip_resets and (
-        _restarted(numerator.memory_key, num, memory)
-        or _restarted(denominator.memory_key, den, memory)
-    )
-    num_deltas = _deltas(numerator.memory_key, num, memory, formula.by, seen, memo=memo)
-    den_deltas = _deltas(denominator.memory_key, den, memory, formula.by, seen, memo=memo)
+    budget = 1.0
+    if formula.divide_by is not None:
+        value = server_value(formula.divide_by, server_info)
+        if value is None or value <= 0:
+            return f"/server_info has no usable {formula.divide_by.field}"
+        budget = value
+    reset = _reset(numerator.memory_key, num, memory) or _reset(denominator.memory_key, den, memory)
+    seen = reads.values
+    num_deltas = _deltas(
+        numerator.memory_key, num, memory, formula.by, seen,
+        memo=memo, from_zero=numerator.memory_key in reads.before,
+    )  # fmt: skip
+    den_deltas = _deltas(
+        denominator.memory_key, den, memory, formula.by, seen,
+        memo=memo, from_zero=denominator.memory_key in reads.before,
+    )  # fmt: skip
     if not den_deltas:
         return NEEDS_TWO_FETCHES
     if reset:
-        return "no value: a counter was reset since the previous fetch"
-    factor = formula.factor
+        return RESET_REASON
+    factor = formula.factor / budget
     out = [
         (group, num_deltas.get(group, 0.0) / moved * factor)
         for group, moved in den_deltas.items()
@@ -324,17 +362,19 @@ def derive_values(  # noqa: PLR0913 - the formula, what it reads, and how
     memory: CounterMemory,
     server_info: Mapping[str, object] | None,
     *,
-    seen: dict[tuple[str, Labels], float],
+    reads: Reads,
     parse: Parse = parsed_or_none,
     memo: DeriveMemo | None = None,
 ) -> Values | str:
-    """One derived family's series, or why it has none; counter values read go into ``seen``.
+    """One derived family's series, or why it has none; counters read go into ``reads``.
 
     ``memo``: a scrape plan's, what the label filters made of the label sets seen before.
     """
     formula = derive.formula
     if isinstance(formula, RatioOfDeltas):
-        return _ratio_of_deltas(formula, families, memory, seen, parse, memo=memo)
+        return _ratio_of_deltas(
+            formula, families, memory, reads, parse, server_info=server_info, memo=memo
+        )
     if isinstance(formula, Ratio):
         return _ratio(formula, families, server_info, parse, memo)
     if isinstance(formula, FromServerInfo):
@@ -350,10 +390,16 @@ def derive_all(  # noqa: PLR0913 - as derive_values, for every rule
     parse: Parse = parsed_or_none,
     *,
     memo: DeriveMemo | None = None,
+    reads: Reads | None = None,
 ) -> tuple[dict[str, Derived], dict[tuple[str, Labels], float]]:
-    """Compute every derived family; return results by name and the counter values to remember."""
+    """Compute every derived family; return results by name and the counter values to remember.
+
+    ``reads``: the caller's, to learn which counters were read (``Reads.now``) beside their
+    values; its ``before`` says which the previous fetch read.
+    """
     index = by_name(families)
-    seen: dict[tuple[str, Labels], float] = {}
+    if reads is None:
+        reads = Reads()
     results: dict[str, Derived] = {}
     for derive in derives:
         name = derive.name
@@ -361,7 +407,7 @@ def derive_all(  # noqa: PLR0913 - as derive_values, for every rule
             results[name] = Derived(None, "served by the engine under the contract name")
             continue
         values = derive_values(
-            derive, index, memory, server_info, seen=seen, parse=parse, memo=memo
+            derive, index, memory, server_info, reads=reads, parse=parse, memo=memo
         )
         if isinstance(values, str):
             pending = values is NEEDS_TWO_FETCHES  # the constant itself, never a copy of its text
@@ -372,4 +418,4 @@ def derive_all(  # noqa: PLR0913 - as derive_values, for every rule
         results[name] = Derived(
             Family(meta, samples), derive.reason, approximated=derive.approximated
         )
-    return results, seen
+    return results, reads.values

@@ -245,3 +245,22 @@ def relabel(
         seen.add(key)
         out.append(_relabelled(sample, new_labels) if rewritten else sample)
     return Family(family.meta, tuple(out)), dropped, duplicates
+
+
+def joined(family: Family, pairs: Labels) -> Family:
+    """Every series with ``pairs`` (``__`` labels a relabel's steps read) added, sorted."""
+    if not pairs:
+        return family
+    samples = tuple(
+        _relabelled(sample, tuple(sorted((*sample.labels, *pairs)))) for sample in family.samples
+    )
+    return Family(family.meta, samples)
+
+
+def without_hidden_labels(family: Family) -> Family:
+    """Every series without its ``__`` labels: they are for relabel steps, never served."""
+    samples = []
+    for sample in family.samples:
+        kept = tuple(p for p in sample.labels if not p[0].startswith("__"))
+        samples.append(sample if len(kept) == len(sample.labels) else _relabelled(sample, kept))
+    return Family(family.meta, tuple(samples))

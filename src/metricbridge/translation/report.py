@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 from metricbridge.config.schema import Config
@@ -11,12 +12,19 @@ from metricbridge.translation.translate import RowState, RowStatus, Translation
 _NO_DATA = RowStatus(RowState.MISSING, "no upstream data (every upstream fetch failed)")
 
 
-def contract_report(config: Config, translation: Translation | None) -> dict[str, Any]:
-    """A JSON-ready report; the service's /contract and ``metricbridge contract`` share it."""
+def contract_report(
+    config: Config, translation: Translation | Mapping[str, RowStatus] | None
+) -> dict[str, Any]:
+    """A JSON-ready report; the service's /contract and ``metricbridge contract`` share it.
+
+    ``translation``: what was served, or only its row states (the service keeps those of the
+    fetch /metrics last served).
+    """
+    states = translation.rows if isinstance(translation, Translation) else translation
     rows = []
     totals: Counter[str] = Counter()
     for rule in config.families:
-        status = translation.rows.get(rule.name, _NO_DATA) if translation else _NO_DATA
+        status = states.get(rule.name, _NO_DATA) if states else _NO_DATA
         totals[status.state.value] += 1
         rows.append(
             {

@@ -48,13 +48,23 @@ APPROXIMATION_OFF = (
 )
 
 
-def row_status(  # noqa: PLR0911 - a decision table
-    name: str, disposition: Disposition, input_name: str, *, present: bool, served: bool
+def row_status(  # noqa: PLR0911, PLR0913 - a decision table
+    name: str,
+    disposition: Disposition,
+    input_name: str,
+    *,
+    present: bool,
+    served: bool,
+    active: bool = True,
+    kind: Disposition | None = None,
 ) -> RowStatus:
     """A row's state when translation left no reason of its own for it.
 
     ``present``: the engine sent a family of the row's name; ``served``: the bridge serves one.
+    ``active``: the rule runs (an approximation only when a profile switches it on); ``kind``:
+    what it runs on its source (an approximation's alias, scale or select).
     """
+    kind = kind or disposition
     if disposition is Disposition.STRUCTURAL:
         return RowStatus(RowState.STRUCTURAL, "never emitted, by contract")
     if disposition is Disposition.DROP:
@@ -62,11 +72,13 @@ def row_status(  # noqa: PLR0911 - a decision table
     rewritten = disposition is Disposition.RELABEL and input_name == name
     if present and served and not rewritten:
         return RowStatus(RowState.NATIVE, "served by the engine under the contract name")
+    if served and disposition is Disposition.APPROXIMATE:
+        return RowStatus(RowState.APPROXIMATED, f"approximated: {kind} of {input_name}")
     if served:
         return RowStatus(RowState.TRANSLATED, f"{disposition} of {input_name}")
     if disposition is Disposition.ENGINE:
         return RowStatus(RowState.MISSING, "needs instrumentation inside the engine", engine=True)
-    if disposition is Disposition.APPROXIMATE:
+    if disposition is Disposition.APPROXIMATE and not active:
         return RowStatus(RowState.MISSING, APPROXIMATION_OFF, engine=True)
     if disposition is Disposition.NATIVE:
         return RowStatus(RowState.MISSING, "the engine has not emitted it (yet)")

@@ -24,7 +24,7 @@ from metricbridge.translation.compiled import (
     Scale,
     Select,
 )
-from metricbridge.translation.derive import derive_all
+from metricbridge.translation.derive import Reads, derive_all
 from metricbridge.translation.idle import IdleState, observe, zero_gauges
 from metricbridge.translation.naming import (
     apply_renames,
@@ -32,7 +32,14 @@ from metricbridge.translation.naming import (
     escaped_targets,
     restore_escaped,
 )
-from metricbridge.translation.ops import relabel, rename, scale, select
+from metricbridge.translation.ops import (
+    joined,
+    relabel,
+    rename,
+    scale,
+    select,
+    without_hidden_labels,
+)
 from metricbridge.translation.plan import (
     Clash,
     Ending,
@@ -78,6 +85,10 @@ class SynthState:
     # Counter values of the last fetch, by (series key, labels): a read-only MappingProxyType.
     counters: Mapping[tuple[str, Labels], float] = field(default_factory=frozen_map)
     idle: IdleState = IdleState()
+    # The counters the last fetch read, present or absent (their series keys): one it read
+    # absent that is present now was created in between, and counts from 0. A caller that
+    # cannot vouch for the last fetch (an upstream of several failed) leaves it empty.
+    read: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,7 +229,11 @@ class _Run:
         elif isinstance(transform, Select):
             result = select(parsed, transform)
         else:
+            if transform.join is not None:
+                parsed = joined(parsed, self.join_values(*transform.join))
             result, dropped, duplicates = relabel(parsed, transform.steps, self.relabel_cache)
+            if transform.join is not None:
+                result = without_hidden_labels(result)
             self.stats.dropped["relabel_drop"] += dropped
             self.stats.dropped["duplicate_series"] += duplicates
         if not result.samples and not compiled.in_place:
@@ -227,6 +242,24 @@ class _Run:
             )
             return None
         return rename(result, meta)
+
+    def join_values(self, families: tuple[str, ...], labels: tuple[str, ...]) -> Labels:
+        """``__<label>`` pairs from the first of ``families`` present, each only if unanimous.
+
+        The values come from the payload (the L3 backend SGLang was started with, say), never
+        from the rules: a label the family lacks, or on which its series disagree, is left out.
+        """
+        for name in families:
+            family = self.peek(self.present.get(name))
+            if family is None:
+                continue
+            pairs = []
+            for label in labels:
+                values = {dict(s.labels).get(label) for s in family.samples}
+                if len(values) == 1 and None not in values:
+                    pairs.append((f"__{label}", str(values.pop())))
+            return tuple(pairs)
+        return ()
 
     def served_names(self, meta: FamilyMeta) -> frozenset[str]:
         """``family_names.served_names``, remembered in the caller's caches when there are any."""
@@ -306,8 +339,9 @@ def _synthesize(
     """Derived families, warm-zero series, then idle zeroing, in that order."""
     rules = run.rules
     memo = plan.derive if plan is not None else None
+    reads = Reads(before=state.read)
     derived, counters = derive_all(
-        run.out, rules.derives, state.counters, server_info, run.peek, memo=memo
+        run.out, rules.derives, state.counters, server_info, run.peek, memo=memo, reads=reads
     )
     for name, result in derived.items():
         if result.family is not None:
@@ -332,7 +366,8 @@ def _synthesize(
         if idle_state.idle:
             zeroed = tuple(zero_gauges(run.out, rules.idle_zero))
     synthesized = sum(o.synthesized for o in warm.values())
-    return SynthState(MappingProxyType(counters), idle_state), zeroed, synthesized
+    new_state = SynthState(MappingProxyType(counters), idle_state, frozenset(reads.now))
+    return new_state, zeroed, synthesized
 
 
 def translate(  # noqa: PLR0913 - the families, the rules, and what carries across calls
