@@ -35,7 +35,8 @@ def _issues(text: str) -> str:
     started = time.perf_counter()
     with pytest.raises(ConfigError) as caught:
         parse_config(text, "rules.yaml")
-    assert time.perf_counter() - started < 2.0  # refused before expanding, not after
+    # Refused before expanding, not after: expanded, the laughs are 10^9 nodes (minutes, GiBs).
+    assert time.perf_counter() - started < 10.0
     return str(caught.value)
 
 

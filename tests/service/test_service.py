@@ -253,13 +253,17 @@ async def test_without_the_header_a_scrape_waits_the_whole_cap(
 
 
 async def test_the_header_bounds_a_new_fetch(aiohttp_server, aiohttp_client) -> None:
-    """With a 1 s scrape timeout the fetch gives up at 0.75 s: answered in time, reason timeout."""
-    client = await _start(aiohttp_server, aiohttp_client, FakeUpstream(delay=2.0), timeout=10.0)
+    """With a 3 s scrape timeout the fetch gives up at 2.5 s: answered in time, reason timeout.
+
+    Seconds rather than fractions of one, so that a busy machine's late wake-ups stay well
+    inside the margins: the answer comes after the 2.5 s the bridge waits and before the
+    scraper's own 3 s, and not after the engine's 6 s."""
+    client = await _start(aiohttp_server, aiohttp_client, FakeUpstream(delay=6.0), timeout=10.0)
     loop = asyncio.get_running_loop()
     started = loop.time()
-    response = await client.get("/metrics", headers={TIMEOUT_HEADER: "1"})
+    response = await client.get("/metrics", headers={TIMEOUT_HEADER: "3"})
     text = await response.text()
-    assert 0.7 < loop.time() - started < 0.95
+    assert 2.4 < loop.time() - started < 3.0
     assert response.status == 200
     assert 'reason="timeout"' in text
     assert "sglang:" not in text
@@ -308,17 +312,17 @@ async def test_a_joining_scrape_answers_within_its_own_timeout(
 ) -> None:
     """A scrape joining a longer fetch (here a scrape allowed the cap) leaves when its own time
     is up: 200 with self-metrics, no engine data, counted and logged; the fetch goes on."""
-    upstream = FakeUpstream(delay=0.8)
-    client = await _start(aiohttp_server, aiohttp_client, upstream, timeout=5.0)
+    upstream = FakeUpstream(delay=3.0)
+    client = await _start(aiohttp_server, aiohttp_client, upstream, timeout=10.0)
     assert "sglang:" in await (await client.get("/metrics")).text()  # a previous snapshot exists
     loop = asyncio.get_running_loop()
-    patient = asyncio.create_task(client.get("/metrics", headers={TIMEOUT_HEADER: "5"}))
+    patient = asyncio.create_task(client.get("/metrics", headers={TIMEOUT_HEADER: "10"}))
     await asyncio.sleep(0.1)
     started = loop.time()
     with caplog.at_level(logging.WARNING, logger="metricbridge"):
-        response = await client.get("/metrics", headers={TIMEOUT_HEADER: "0.4"})
+        response = await client.get("/metrics", headers={TIMEOUT_HEADER: "1.6"})
         text = await response.text()
-    assert loop.time() - started < 0.4  # waited 0.3 s, not the fetch's remaining 0.7 s
+    assert loop.time() - started < 2.4  # waited 1.2 s, not the fetch's remaining 2.9 s
     assert response.status == 200
     assert "sglang:" not in text  # the old snapshot is not served as fresh
     assert "metricbridge_build_info{" in text

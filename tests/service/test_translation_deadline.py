@@ -32,6 +32,10 @@ from metricbridge.service.scrape import parse_upstream
 from metricbridge.service.server import STATE, ServiceSettings, make_app
 from metricbridge.service.snapshot import FetchSettings
 
+# Their bounds are about latency under a translation of seconds: they run one after another, on
+# one xdist worker, never beside each other.
+pytestmark = pytest.mark.xdist_group("timing")
+
 FAMILY = "sglang:cached_tokens_total"
 SERIES = 30_000  # 1.5 s of translation on an idle machine, 4 s on a loaded one
 OM = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"

@@ -37,7 +37,7 @@ def test_a_catastrophic_pattern_for_backtracking_is_matched_in_linear_time() -> 
     """(a+)+$ against thirty a's and a b: seconds to hours with Python's re, microseconds here."""
     started = time.perf_counter()
     out = _translate("(a+)+$", "a" * 30 + "b")
-    assert time.perf_counter() - started < 1.0
+    assert time.perf_counter() - started < 10.0  # a backtracking engine takes hours
     assert 'matched="yes"' not in out
     assert 'matched="yes"' in _translate("(a+)+$", "a" * 30)
 
