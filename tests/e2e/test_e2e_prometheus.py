@@ -43,7 +43,8 @@ from metricbridge.simulator.server import (
     start_simulator,
 )
 
-pytestmark = pytest.mark.slow
+# One real Prometheus for the module (the `stack` fixture): its tests share one xdist worker.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("prometheus")]
 
 ROOT = TESTS.parent
 DASHBOARD = ROOT / "deploy" / "grafana" / "metricbridge-contract.json"
