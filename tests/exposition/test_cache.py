@@ -194,7 +194,7 @@ def test_label_values_changing_every_scrape_stay_within_the_budgets(
 ) -> None:
     """A family a rule parses (scale), its 1 MiB label value new on every scrape, 50 scrapes (20
     in the README's run: 20 MiB of label values against budgets of 8 MiB)."""
-    family = "sglang:prealloc_full_token_usage"
+    family = "sglang:encoder_cache_size_mb"
     assert family in rules.by_input  # scaled by the default rules: its lines are parsed
     caches = CodecCaches()
     tracemalloc.start()

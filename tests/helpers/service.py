@@ -57,6 +57,7 @@ def bridge_app(  # noqa: PLR0913 - one keyword per service setting the tests var
     server_info: bool = True,
     enable_lifecycle: bool = True,
     reload_min_interval: float = 0.0,
+    profiles: tuple[str, ...] = (),
 ) -> web.Application:
     """A bridge app for the given upstream URLs (no cache by default, so every scrape fetches).
 
@@ -72,8 +73,9 @@ def bridge_app(  # noqa: PLR0913 - one keyword per service setting the tests var
         server_info=server_info,
         enable_lifecycle=enable_lifecycle,
         reload_min_interval=reload_min_interval,
+        profiles=profiles,
     )
-    return make_app(settings, load_config(settings.config_path))
+    return make_app(settings, load_config(settings.config_path, settings.profiles))
 
 
 # The Accept headers Prometheus 2 and 3 send, copied from their scrape code.

@@ -48,7 +48,14 @@ def payload(series: int) -> bytes:
         for line in (FIXTURES / "tp1.prom").read_bytes().splitlines(keepends=True)
         if FAMILY.encode() not in line
     ]
-    header = f"# HELP {FAMILY} Cached prompt tokens.\n# TYPE {FAMILY} counter\n".encode()
+    # An L3 family, whose storage_backend label the contract's relabel joins into cache_source.
+    l3 = (
+        "# HELP sglang:prefetched_tokens_total Prefetched tokens.\n"
+        "# TYPE sglang:prefetched_tokens_total counter\n"
+        'sglang:prefetched_tokens_total{engine_type="unified",model_name="m",'
+        'storage_backend="mooncake"} 1.0\n'
+    ).encode()
+    header = l3 + f"# HELP {FAMILY} Cached prompt tokens.\n# TYPE {FAMILY} counter\n".encode()
     lines = (
         f'{FAMILY}{{cache_source="storage",engine_type="unified",model_name="m",i="{i}"}} 1.0\n'
         for i in range(series)
@@ -131,7 +138,7 @@ async def test_the_loop_answers_health_checks_while_a_large_payload_is_translate
         finally:
             await asyncio.to_thread(prober.stop)
     assert response.status == 200
-    assert f'{FAMILY}{{cache_source="storage_MooncakeStore"' in text  # translated, not cut
+    assert f'{FAMILY}{{cache_source="storage_mooncake"' in text  # translated, not cut
     # The translation really did hold the CPU for longer than the bound below.
     assert _translation_seconds(text) > 1.0, "translation got faster: raise SERIES"
     probes = [p for p in prober.lines if started <= p["t"] <= ended]
@@ -169,7 +176,7 @@ async def test_a_scrape_past_its_deadline_gets_self_metrics_in_time_and_the_work
         # fetched once.
         async with session.get("/metrics", headers={"Accept": OM}) as response:
             text = await response.text()
-        assert f'{FAMILY}{{cache_source="storage_MooncakeStore"' in text
+        assert f'{FAMILY}{{cache_source="storage_mooncake"' in text
         assert upstream.requests == 1
         log = bridge.log()
     assert "still being translated" in log
@@ -198,7 +205,7 @@ async def test_a_scrape_after_a_reload_is_not_given_the_translation_the_reload_o
         async with session.get("/metrics") as response:
             text = await response.text()
         (await first).release()
-    assert "storage_MooncakeStore" not in text  # the old rules' relabelling
+    assert "storage_mooncake" not in text  # the old rules' relabelling
     assert "sglang:engine_startup_time" in text  # the new rules' select
 
 
@@ -246,7 +253,7 @@ async def test_a_family_within_the_sample_limit_is_served(aiohttp_server: Any) -
     bridge = await aiohttp_server(_bridge_with_limit(str(up.make_url("/metrics")), 1_000))
     async with aiohttp.ClientSession(base_url=str(bridge.make_url("/"))) as session:
         text = await (await session.get("/metrics")).text()
-    assert text.count(f'{FAMILY}{{cache_source="storage_MooncakeStore"') == 1_000
+    assert text.count(f'{FAMILY}{{cache_source="storage_mooncake"') == 1_000
     assert 'reason="sample_limit"' not in text
     assert "metricbridge_largest_family_samples{" in text
 
