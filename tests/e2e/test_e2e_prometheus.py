@@ -283,7 +283,7 @@ def test_exported_rules_reproduce_the_sidecar_series(stack: Stack) -> None:
     names = [rule["record"] for rule in rules["groups"][0]["rules"]] + [
         "sglang:cached_tokens_total"
     ]
-    assert len(names) >= 20
+    assert len(names) >= 15  # a floor: the export is neither empty nor cut short
     # Warm-zero cannot be done centrally (the export's header says so): the sidecar serves extra
     # zero series there, so the central series must be a subset.
     warm = {rule.name for rule in load_config().families if rule.warm_zero is not None}
