@@ -28,9 +28,17 @@ def _never_serve(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cli_serve, "run_serve", lambda _args: 99)
 
 
+def _fail() -> None:
+    raise ValueError("boom")
+
+
 def _record(message: str, *args: object, exc: bool = False) -> logging.LogRecord:
-    error = ValueError("boom")
-    exc_info = (ValueError, error, None) if exc else None
+    exc_info = None
+    if exc:
+        try:
+            _fail()
+        except ValueError:
+            exc_info = sys.exc_info()
     record = logging.LogRecord(
         "metricbridge.server", logging.WARNING, __file__, 1, message, args, exc_info
     )
