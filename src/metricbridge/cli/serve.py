@@ -10,12 +10,14 @@ import argparse
 import asyncio
 import logging
 import os
+import platform
 import signal
 import sys
 from typing import Any
 
 from aiohttp import web
 
+from metricbridge import __version__
 from metricbridge.cli.logs import configure_logging
 from metricbridge.cli.options import (
     MISSING_UPSTREAM,
@@ -28,9 +30,11 @@ from metricbridge.cli.serve_options import (
     add_service_options,
     usage_with_upstream_required,
 )
+from metricbridge.cli.version import reader_mode
 from metricbridge.config.load import load_config
 from metricbridge.errors import ConfigError, ListenError
 from metricbridge.service.allocator import MMAP_THRESHOLD, tune_malloc
+from metricbridge.service.background import check_upstreams
 from metricbridge.service.connections import fitted_cap
 from metricbridge.service.scrape import Upstream
 from metricbridge.service.server import (
@@ -90,6 +94,7 @@ def service_settings(args: argparse.Namespace) -> ServiceSettings:
 def run_serve(args: argparse.Namespace) -> int:
     """Run the service until SIGTERM/SIGINT; exit 0 after draining, 2 if it cannot start."""
     configure_logging(args.log_level, args.log_format)
+    log_what_runs()
     try:
         settings = service_settings(args)
         config = with_idle_switch(load_config(settings.config_path, settings.profiles))
@@ -129,6 +134,29 @@ def run_serve(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def log_what_runs() -> None:
+    """One line naming the version, the reader and Python; a warning when the C pass is missing.
+
+    Without a compiler, ``pip install`` builds the pure-Python reader and says so only with
+    ``pip -v``: this is where an operator learns that reading is slower than it should be.
+    """
+    mode, why = reader_mode()
+    log.info(
+        "metricbridge %s starting: reader %s (%s), Python %s",
+        __version__,
+        mode,
+        why,
+        platform.python_version(),
+    )
+    if mode == "python" and not os.environ.get("METRICBRIDGE_PURE_PYTHON"):
+        log.warning(
+            "the compiled line pass is missing: the pure-Python reader is in use, and reading "
+            "a large engine payload is several times slower; reinstall metricbridge where a C "
+            "compiler is at hand (METRICBRIDGE_REQUIRE_COMPILED=1 makes the install fail "
+            "without one)"
+        )
+
+
 async def _serve(
     app: web.Application, address: tuple[str, int], upstreams: tuple[Upstream, ...]
 ) -> None:
@@ -150,6 +178,7 @@ async def _serve(
     )
     await runner.setup()
     listener: asyncio.Server | None = None
+    checked: asyncio.Task[None] | None = None
     try:
         listener = await listen_capped(runner, *address)
         log.info(
@@ -157,11 +186,19 @@ async def _serve(
             format_address(*address),
             ", ".join(u.shown for u in upstreams),
         )
+        if (bridge := app[STATE].bridge) is not None:
+            # Beside serving, never before it: readiness does not wait for the engine.
+            checked = asyncio.create_task(
+                check_upstreams(bridge.session, upstreams, settings.fetch)
+            )
         await stop.wait()
         # Scrapes in flight may finish for most of the grace period; one still waiting on a
         # slow engine then gets its answer (no engine data) in time for aiohttp's own deadline.
         loop.call_later(SHUTDOWN_SECONDS - 1, _give_up_fetching, app)
     finally:
+        if checked is not None:
+            checked.cancel()
+            await asyncio.gather(checked, return_exceptions=True)
         if listener is not None:
             listener.close()  # stop accepting; connections open go on until cleanup ends them
         await runner.cleanup()
