@@ -12,6 +12,7 @@ import logging
 import os
 import platform
 import signal
+import ssl
 import sys
 from typing import Any
 
@@ -45,6 +46,7 @@ from metricbridge.service.server import (
     with_idle_switch,
 )
 from metricbridge.service.snapshot import FetchSettings
+from metricbridge.service.web_guard import GUARD, HANDSHAKE_TIMEOUT, WebGuard
 from metricbridge.service.worker import SWITCH_INTERVAL, share_one_cpu
 
 EXIT_OK, EXIT_USAGE = 0, 2
@@ -115,7 +117,17 @@ def run_serve(args: argparse.Namespace) -> int:
     # neither waits on another core for the GIL (service.worker.share_one_cpu says why).
     if not args.no_cpu_pinning and (cpu := share_one_cpu()) is not None:
         log.debug("the event loop and the translation worker share CPU %d", cpu)
+    guard = None
+    if args.web_config_file is not None:
+        try:
+            guard = WebGuard(args.web_config_file)
+        except ConfigError as exc:
+            print_config_error(exc)
+            return EXIT_USAGE
+        log.info("web config %s: %s", args.web_config_file, guard.describe())
     app = make_app(settings, config)
+    if guard is not None:
+        guard.install(app)
     app.on_startup.append(_install_sighup)
     try:
         asyncio.run(_serve(app, args.listen, settings.upstreams))
@@ -180,7 +192,9 @@ async def _serve(
     listener: asyncio.Server | None = None
     checked: asyncio.Task[None] | None = None
     try:
-        listener = await listen_capped(runner, *address)
+        guard = app.get(GUARD)
+        tls = guard.listener_context if guard is not None else None
+        listener = await listen_capped(runner, *address, tls=tls)
         log.info(
             "serving on %s, upstreams: %s",
             format_address(*address),
@@ -221,8 +235,12 @@ async def listen(runner: web.BaseRunner, host: str, port: int) -> web.TCPSite:
     return site
 
 
-async def listen_capped(runner: web.BaseRunner, host: str, port: int) -> asyncio.Server:
+async def listen_capped(
+    runner: web.BaseRunner, host: str, port: int, *, tls: ssl.SSLContext | None = None
+) -> asyncio.Server:
     """Like ``listen``, with the app's connection cap in front of aiohttp's protocol.
+
+    ``tls``: serve HTTPS with this context (``--web.config.file``'s).
 
     ``runner.server`` is aiohttp's public low-level protocol factory; serving it through
     ``loop.create_server`` lets the cap see each connection before aiohttp does.
@@ -234,7 +252,16 @@ async def listen_capped(runner: web.BaseRunner, host: str, port: int) -> asyncio
     factory = limit.protocol_factory(server) if limit is not None else server
     loop = asyncio.get_running_loop()
     try:
-        return await loop.create_server(factory, host or None, port, reuse_address=True)
+        if tls is None:
+            return await loop.create_server(factory, host or None, port, reuse_address=True)
+        return await loop.create_server(
+            factory,
+            host or None,
+            port,
+            reuse_address=True,
+            ssl=tls,
+            ssl_handshake_timeout=HANDSHAKE_TIMEOUT,
+        )
     except OSError as exc:
         reason = describe_os_error(exc)
         raise ListenError(f"cannot listen on {format_address(host, port)}: {reason}") from exc
@@ -247,4 +274,14 @@ def format_address(host: str, port: int) -> str:
 
 async def _install_sighup(app: web.Application) -> None:
     loop = asyncio.get_running_loop()
-    loop.add_signal_handler(signal.SIGHUP, lambda: loop.create_task(reload_config(app)))
+    guard = app.get(GUARD)
+    running: set[asyncio.Task[list[str]]] = set()  # the loop keeps only weak references
+
+    def reload() -> None:
+        if guard is not None:
+            guard.reload()  # a few small files: read at once, before the rules
+        task = loop.create_task(reload_config(app))
+        running.add(task)
+        task.add_done_callback(running.discard)
+
+    loop.add_signal_handler(signal.SIGHUP, reload)
