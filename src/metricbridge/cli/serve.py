@@ -96,16 +96,20 @@ def service_settings(args: argparse.Namespace) -> ServiceSettings:
 def run_serve(args: argparse.Namespace) -> int:
     """Run the service until SIGTERM/SIGINT; exit 0 after draining, 2 if it cannot start."""
     configure_logging(args.log_level, args.log_format)
-    log_what_runs()
     try:
         settings = service_settings(args)
         config = with_idle_switch(load_config(settings.config_path, settings.profiles))
+        # Read before anything starts: a bad web config stops start-up as a bad rules file does.
+        guard = WebGuard(args.web_config_file) if args.web_config_file is not None else None
     except ValueError as exc:
         print(f"metricbridge: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except ConfigError as exc:
         print_config_error(exc)
         return EXIT_USAGE
+    log_what_runs()  # once what it runs with is known to be usable
+    if guard is not None:
+        log.info("web config %s: %s", args.web_config_file, guard.describe())
     if tune_malloc():
         log.debug("glibc mmap threshold fixed at %d bytes", MMAP_THRESHOLD)
     # The event loop shares the GIL with the translation worker, and takes it back after every
@@ -117,14 +121,6 @@ def run_serve(args: argparse.Namespace) -> int:
     # neither waits on another core for the GIL (service.worker.share_one_cpu says why).
     if not args.no_cpu_pinning and (cpu := share_one_cpu()) is not None:
         log.debug("the event loop and the translation worker share CPU %d", cpu)
-    guard = None
-    if args.web_config_file is not None:
-        try:
-            guard = WebGuard(args.web_config_file)
-        except ConfigError as exc:
-            print_config_error(exc)
-            return EXIT_USAGE
-        log.info("web config %s: %s", args.web_config_file, guard.describe())
     app = make_app(settings, config)
     if guard is not None:
         guard.install(app)

@@ -44,6 +44,8 @@ endpoints:
                    rules still serving; only with --web.enable-lifecycle (403 without), and
                    at most once a second (429 sooner)
   GET  /           a page listing these
+  With basic auth in --web.config.file every path needs it, the probes included, as in
+  every exporter built on Prometheus' exporter-toolkit (401 without it).
 
 caching:
   Scrapes arriving while a fetch is in flight share it, and a finished fetch is reused for
@@ -52,7 +54,8 @@ caching:
   --upstream-timeout. A failed fetch still answers 200, with metricbridge_upstream_up 0.
 
 signals:
-  SIGHUP           re-read the rules file (always, whatever --web.enable-lifecycle says)
+  SIGHUP           re-read the rules file (always, whatever --web.enable-lifecycle says) and
+                   the --web.config.file (also re-read whenever it or a file it names changes)
   SIGTERM, SIGINT  stop listening, let scrapes in flight finish (up to {SHUTDOWN_SECONDS} s), exit 0
 
 environment:

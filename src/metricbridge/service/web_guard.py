@@ -124,19 +124,12 @@ class WebGuard:
 
     def describe(self) -> str:
         """What it enforces, for the start-up log."""
-        tls = self.config.tls
-        parts = [
-            f"TLS {tls.min_version}-{tls.max_version}, client certificates: {tls.client_auth_type}"
-            if tls
-            else "no TLS"
-        ]
-        parts.append(
-            f"basic auth for {len(self.config.users)} user(s)"
-            if self.config.users
-            else "no basic auth"
-        )
-        if tls and self.config.http2:
-            parts.append("HTTP/1.1 only (http2 is not available)")
+        tls, users = self.config.tls, len(self.config.users)
+        parts = ["no TLS"]
+        if tls is not None:
+            parts = [f"TLS {tls.min_version}-{tls.max_version} over HTTP/1.1"]
+            parts.append(f"client certificates: {tls.client_auth_type}")
+        parts.append(f"basic auth for {users} user(s)" if users else "no basic auth")
         return ", ".join(parts)
 
     def _watched(self) -> tuple[Path, ...]:
