@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+# The bridge's own families: its metricbridge_* and its process's (prometheus_client's names).
+OWN_PREFIXES = ("metricbridge_", "process_", "python_")
 _RUNTIME_SAMPLE = re.compile(rb"^((?:process|python)_[^ {]*(?:\{[^}]*\})?) (\S+)$", re.MULTILINE)
 _DIGITS = re.compile(rb"[0-9]+")
 
