@@ -86,7 +86,7 @@ BAD = [
     ("METRICBRIDGE_LISTEN", "nowhere", "cannot listen on 'nowhere': expected [HOST]:PORT"),
     ("METRICBRIDGE_CONFIG", "/no/such/rules.yaml", "'/no/such/rules.yaml': no such file"),
     ("METRICBRIDGE_LOG_LEVEL", "verbose", "'verbose': expected one of debug, info, warning"),
-    ("METRICBRIDGE_LOG_FORMAT", "yaml", "'yaml': expected one of text, json"),
+    ("METRICBRIDGE_LOG_FORMAT", "yaml", "'yaml': expected one of logfmt, json (text is logfmt)"),
     ("METRICBRIDGE_UPSTREAM_TIMEOUT", "abc", "'abc': expected a number of seconds > 0"),
     ("METRICBRIDGE_UPSTREAM_TIMEOUT", "0", "'0': expected a number of seconds > 0"),
     ("METRICBRIDGE_UPSTREAM_MAX_BYTES", "64M", "'64M': expected a whole number > 0"),
@@ -138,7 +138,7 @@ def test_unset_and_empty_variables_give_the_defaults(monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("METRICBRIDGE_CACHE_TTL", "")
     monkeypatch.setenv("METRICBRIDGE_LOG_LEVEL", "  ")
     args = _serve_args()
-    assert (args.cache_ttl, args.log_level, args.log_format) == (1.0, "info", "text")
+    assert (args.cache_ttl, args.log_level, args.log_format) == (1.0, "info", "logfmt")
     assert (args.upstream_timeout, args.upstream_max_bytes) == (10.0, 64 << 20)
     every_interface = "0.0.0.0"  # noqa: S104 - the default being checked, nothing is bound
     assert (args.listen, args.config, args.no_server_info) == ((every_interface, 9850), None, False)

@@ -8,9 +8,13 @@ from metricbridge.cli.main import build_parser, main, parse_command_line
 
 SERVE_FLAGS_AND_VARIABLES = [
     ("--upstream", "METRICBRIDGE_UPSTREAM"),
+    ("--web.listen-address", "METRICBRIDGE_WEB_LISTEN_ADDRESS"),
     ("--listen", "METRICBRIDGE_LISTEN"),
+    ("--web.config.file", "METRICBRIDGE_WEB_CONFIG_FILE"),
     ("--config", "METRICBRIDGE_CONFIG"),
+    ("--log.level", "METRICBRIDGE_LOG_LEVEL"),
     ("--log-level", "METRICBRIDGE_LOG_LEVEL"),
+    ("--log.format", "METRICBRIDGE_LOG_FORMAT"),
     ("--log-format", "METRICBRIDGE_LOG_FORMAT"),
     ("--upstream-timeout", "METRICBRIDGE_UPSTREAM_TIMEOUT"),
     ("--upstream-max-bytes", "METRICBRIDGE_UPSTREAM_MAX_BYTES"),
@@ -46,7 +50,7 @@ def test_help_documents_every_serve_flag_with_its_variable_and_default(
     for flag, variable in SERVE_FLAGS_AND_VARIABLES:
         assert flag in text, flag
         assert variable in text, variable
-    for default in ("default :9850", "default info", "default text", "default 10;", "default 1;"):
+    for default in ("default :9850", "default info", "default logfmt", "default 10;", "default 1;"):
         assert default in text, default
     assert "':30000' means 127.0.0.1:30000/metrics" in text
 

@@ -14,10 +14,12 @@ import json
 import os
 import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -30,6 +32,7 @@ import yaml
 
 from helpers.paths import TESTS
 from helpers.ports import free_port
+from helpers.tls import PASSWORD, USER, Certificates, basic_auth_header, bcrypt_hash
 from metricbridge.analysis.dashboards import load_queries
 from metricbridge.analysis.promql import substitute_grafana_variables
 from metricbridge.analysis.templating import variable_query_expr
@@ -58,10 +61,21 @@ class Stack:
 
     prometheus: str
     bridge_instance: str
+    tls_bridge: str  # the bridge behind --web.config.file: TLS and basic auth
+    ca_file: Path
 
 
 def _get(url: str, timeout: float = 2.0) -> bytes:
     with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 - loopback only
+        return bytes(response.read())
+
+
+def _get_tls(url: str, ca_file: Path, password: str = PASSWORD) -> bytes:
+    """GET over TLS, trusting ``ca_file``, with basic auth."""
+    context = ssl.create_default_context(cafile=str(ca_file))
+    headers = {"Authorization": basic_auth_header(USER, password)}
+    request = urllib.request.Request(url, headers=headers)  # noqa: S310 - loopback https only
+    with urllib.request.urlopen(request, timeout=2.0, context=context) as response:  # noqa: S310
         return bytes(response.read())
 
 
@@ -120,7 +134,34 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         process.wait(10)
 
 
-def _prometheus_config(tmp: Path, bridge: str, simulator: int) -> Path:
+def _web_config(tmp: Path) -> tuple[Path, Path]:
+    """A web config with TLS (certificates made now) and one user; and the CA's file."""
+    certificates = Certificates.make(tmp)
+    config = tmp / "web.yml"
+    config.write_text(
+        "tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n"
+        f"basic_auth_users:\n  {USER}: '{bcrypt_hash(PASSWORD)}'\n"
+    )
+    return config, certificates.write_ca()
+
+
+def _tls_jobs(bridge: str, ca_file: Path) -> list[dict[str, Any]]:
+    """Prometheus scraping the TLS bridge with the right password, and with a wrong one."""
+    return [
+        {
+            "job_name": job,
+            "scheme": "https",
+            "basic_auth": {"username": USER, "password": password},
+            "tls_config": {"ca_file": str(ca_file)},
+            "static_configs": [{"targets": [bridge]}],
+        }
+        for job, password in (("metricbridge-tls", PASSWORD), ("metricbridge-tls-wrong", "wrong"))
+    ]
+
+
+def _prometheus_config(
+    tmp: Path, bridge: str, simulator: int, tls_jobs: list[dict[str, Any]]
+) -> Path:
     config = load_config()
     (tmp / "rules.yml").write_text(export_rules(config, RuleFormat.PROMETHEUS_RULES, RAW_JOBS))
     relabel = yaml.safe_load(export_rules(config, RuleFormat.RELABEL))["metric_relabel_configs"]
@@ -138,6 +179,7 @@ def _prometheus_config(tmp: Path, bridge: str, simulator: int) -> Path:
             "static_configs": [{"targets": [raw]}],
             "metric_relabel_configs": relabel,
         },
+        *tls_jobs,
     ]
     prometheus = {
         "global": {"scrape_interval": "1s", "scrape_timeout": "1s", "evaluation_interval": "1s"},
@@ -172,8 +214,18 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             _spawn([*args, *(f"--upstream={u}" for u in upstreams)], tmp / "bridge.log")
         )
         _poll("the bridge", lambda: _get(f"http://{bridge}/-/ready"), time.monotonic() + 20)
+        tls_bridge = f"127.0.0.1:{free_port()}"
+        web_config, ca_file = _web_config(tmp)
+        tls_args = [sys.executable, "-m", "metricbridge", "--web.listen-address", tls_bridge]
+        tls_args += ["--web.config.file", str(web_config), "--log.format", "logfmt"]
+        processes.append(_spawn([*tls_args, f"--upstream={upstreams[0]}"], tmp / "tls.log"))
+        _poll(
+            "the TLS bridge",
+            lambda: _get_tls(f"https://{tls_bridge}/-/ready", ca_file),
+            time.monotonic() + 20,
+        )
         web = f"127.0.0.1:{free_port()}"
-        config = _prometheus_config(tmp, bridge, simulator.port)
+        config = _prometheus_config(tmp, bridge, simulator.port, _tls_jobs(tls_bridge, ca_file))
         processes.append(
             _spawn(
                 [
@@ -186,7 +238,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             )
         )
         _poll("Prometheus", lambda: _get(f"http://{web}/-/ready"), time.monotonic() + 30)
-        yield Stack(f"http://{web}", bridge)
+        yield Stack(f"http://{web}", bridge, tls_bridge, ca_file)
     finally:
         for process in reversed(processes):
             _stop(process)
@@ -214,6 +266,40 @@ def test_bridge_target_is_up(stack: Stack) -> None:
         return any(t["labels"]["job"] == "metricbridge" and t["health"] == "up" for t in targets)
 
     _poll("the metricbridge target to be up", up, _deadline())
+
+
+def _targets(stack: Stack, job: str) -> list[dict[str, Any]]:
+    targets = json.loads(_get(f"{stack.prometheus}/api/v1/targets"))["data"]["activeTargets"]
+    return [t for t in targets if t["labels"]["job"] == job]
+
+
+def test_prometheus_scrapes_the_bridge_over_tls_with_basic_auth(stack: Stack) -> None:
+    """scheme https, basic_auth and tls_config.ca_file: the target is up and its data stored."""
+    _poll(
+        "the TLS target to be up",
+        lambda: all(t["health"] == "up" for t in _targets(stack, "metricbridge-tls")),
+        _deadline(),
+    )
+    expr = 'sglang:num_running_reqs{job="metricbridge-tls"}'
+    assert _poll("data scraped over TLS", lambda: _query(stack, expr), _deadline())
+    expr = 'process_resident_memory_bytes{job="metricbridge-tls"}'
+    (rss,) = _poll("the bridge's own RSS", lambda: _query(stack, expr), _deadline())
+    assert float(rss["value"][1]) > 1 << 20
+
+
+def test_a_wrong_password_is_401_and_the_target_down(stack: Stack) -> None:
+    """The bridge answers 401; Prometheus reports the target down, saying why."""
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        _get_tls(f"https://{stack.tls_bridge}/metrics", stack.ca_file, "wrong")
+    refused.value.close()  # it holds the connection
+    assert refused.value.code == 401
+    assert refused.value.headers["WWW-Authenticate"] == "Basic"
+
+    def down() -> list[dict[str, Any]]:
+        return [t for t in _targets(stack, "metricbridge-tls-wrong") if t["health"] == "down"]
+
+    (target,) = _poll("the wrong-password target to be down", down, _deadline())
+    assert "401" in target["lastError"]
 
 
 def test_contract_families_carry_the_expected_labels(stack: Stack) -> None:

@@ -63,10 +63,13 @@ async def test_sigterm_drains_in_flight_scrape_and_exits_zero(aiohttp_server: An
     upstream = FakeUpstream(delay=1.0)
     server = await aiohttp_server(upstream.app())
     process, base = await _start_bridge(str(server.make_url("/metrics")), "--log-format", "json")
+    async with asyncio.timeout(10):  # the start-up check of the upstream comes first
+        while upstream.requests < 1:  # noqa: ASYNC110 - another process's request is awaited
+            await asyncio.sleep(0.05)
     async with aiohttp.ClientSession() as session:
         scrape = asyncio.ensure_future(session.get(f"{base}/metrics"))
         await asyncio.sleep(0.4)
-        assert upstream.requests == 1
+        assert upstream.requests == 2
         process.send_signal(signal.SIGTERM)
         response = await scrape
         assert response.status == 200
@@ -176,9 +179,9 @@ async def test_listen_port_in_use_exits_2_before_claiming_to_serve() -> None:
         )
         _, err = await asyncio.wait_for(process.communicate(), 20)
     assert process.returncode == 2
-    assert err.decode() == (
-        f"metricbridge: cannot listen on 127.0.0.1:{port}: address already in use\n"
-    )
+    start, error = err.decode().splitlines()  # the start-up line, then the one error
+    assert " starting: reader " in start
+    assert error == f"metricbridge: cannot listen on 127.0.0.1:{port}: address already in use"
 
 
 async def test_colon_port_upstream_and_variables_in_a_real_process(aiohttp_server: Any) -> None:
@@ -199,8 +202,12 @@ async def test_colon_port_upstream_and_variables_in_a_real_process(aiohttp_serve
     assert process.stderr is not None
     lines = (await process.stderr.read()).decode().splitlines()
     messages = [json.loads(line)["msg"] for line in lines]  # every line is a JSON object
-    assert messages[0] == (
+    assert messages[0].startswith("metricbridge ")
+    assert " starting: reader " in messages[0]
+    assert messages[1] == (
         f"serving on {base.removeprefix('http://')}, upstreams: "
         f"http://127.0.0.1:{server.port}/metrics"
     )
+    upstream = f"upstream http://127.0.0.1:{server.port}/metrics answers: "
+    assert any(message.startswith(upstream) for message in messages), messages
     assert messages[-1] == "stopped"

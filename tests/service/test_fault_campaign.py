@@ -46,6 +46,7 @@ from helpers.fault_upstream import (
     trickle,
 )
 from helpers.parsed import Key, sample_values
+from helpers.runtime import OWN_PREFIXES
 from helpers.service import bridge_app
 from helpers.strength import count
 from helpers.tp1_payloads import TP1, TP1_HIT_RATE, retyped, scaled, spoiled
@@ -116,7 +117,7 @@ class Scrape:
 
     def engine_families(self) -> set[str]:
         """Every family that is not the bridge's own."""
-        return {name for name in self.families if not name.startswith("metricbridge_")}
+        return {name for name in self.families if not name.startswith(OWN_PREFIXES)}
 
 
 def assert_no_repeated_series(text: str, families: dict[str, Any]) -> None:

@@ -11,8 +11,20 @@ from metricbridge.exposition.caches import CodecCaches
 from metricbridge.service.selfmetrics import SelfMetrics
 
 DOC = (TESTS.parent / "docs" / "reliability.md").read_text()
-# Flags that choose what is served or how it is logged, not how much anything may take.
-NOT_BOUNDS = {"--upstream", "--listen", "--config", "--profile", "--log-level", "--log-format"}
+# Flags that choose what is served, how (TLS, authentication) or how it is logged, not how much
+# anything may take; each with its old spelling.
+NOT_BOUNDS = {
+    "--upstream",
+    "--web.listen-address",
+    "--listen",
+    "--web.config.file",
+    "--config",
+    "--profile",
+    "--log.level",
+    "--log-level",
+    "--log.format",
+    "--log-format",
+}
 
 
 def served_families() -> set[str]:

@@ -18,13 +18,13 @@ def test_a_gzip_response_reuses_the_plain_render(
 ) -> None:
     """Plain then gzip, as every gzip response asks: one generation, the same bytes inside."""
     calls: list[Format] = []
-    generate = selfmetrics._generate
+    generate = selfmetrics.generate_families
 
     def counted(registry, fmt, caches, written=None):  # type: ignore[no-untyped-def]
         calls.append(fmt)
         return generate(registry, fmt, caches, written)
 
-    monkeypatch.setattr(selfmetrics, "_generate", counted)
+    monkeypatch.setattr(selfmetrics, "generate_families", counted)
     metrics = SelfMetrics()
     metrics.upstream_failures.labels("u", "timeout").inc()
     metrics.changed()
@@ -50,7 +50,7 @@ def test_families_kept_from_the_last_render_are_the_ones_that_did_not_change(fmt
             metrics.upstream_failures.labels("u", "http").inc(0.5)
         metrics.changed()
         rendered = metrics.render_settled(fmt)
-        fresh = selfmetrics._generate(metrics._settled, fmt, CodecCaches())
+        fresh = selfmetrics.generate_families(metrics._settled, fmt, CodecCaches())
         assert rendered.removesuffix(b"# EOF\n") == fresh
         renders.append(rendered)
     assert len(set(renders)) == 4  # every step changed a value, and the render shows it

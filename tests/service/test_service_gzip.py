@@ -25,6 +25,7 @@ from prometheus_client.parser import text_string_to_metric_families as parse_tex
 from prometheus_client.registry import Collector
 
 from helpers.paths import FIXTURES
+from helpers.runtime import OWN_PREFIXES
 from helpers.service import FakeUpstream, bridge_app
 from metricbridge.exposition import line_match
 from metricbridge.service.gzip_framing import (
@@ -238,7 +239,7 @@ async def test_name_filter_follows_prometheus_client(
     assert body.count(b"# TYPE ") == len(expected)  # no family header without its samples
     reference = {key[1:]: value for key, value in _samples(whole, fmt).items()}
     for key, value in filtered.items():
-        if not key[0].startswith("metricbridge_"):  # the bridge's counters move between scrapes
+        if not key[0].startswith(OWN_PREFIXES):  # the bridge's own figures move between scrapes
             assert value == reference[key], key
 
 

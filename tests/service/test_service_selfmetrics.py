@@ -8,9 +8,11 @@ prometheus_client itself would write at that moment.
 from __future__ import annotations
 
 import asyncio
+import gc
 import gzip
 import logging
 import platform
+import re
 import shutil
 import socket
 import time
@@ -28,6 +30,7 @@ from prometheus_client.parser import text_string_to_metric_families as parse_tex
 
 from helpers.paths import FIXTURES, TESTS
 from helpers.promtool import promtool_check_metrics
+from helpers.runtime import mask_runtime_values
 from helpers.service import FakeUpstream, bridge_app
 from metricbridge import __version__
 from metricbridge.exposition import line_match
@@ -40,16 +43,23 @@ FIRST_OWN = b"# HELP metricbridge_scrapes_total "  # the self-metrics follow the
 FIRST_OWN_OM = b"# HELP metricbridge_scrapes "
 
 
+RUNTIME = re.compile(rb"^(?:# (?:HELP|TYPE) )?(?:process|python)_.*\n", re.MULTILINE)
+
+
 def _own(body: bytes, fmt: Format) -> bytes:
-    """The self-metrics part of a response body (without OpenMetrics' # EOF)."""
+    """The self-metrics part of a response body (without OpenMetrics' # EOF).
+
+    Less the process's own families, which move between the response and any later render
+    (CPU seconds, memory, GC counts); test_runtime_families_* check those.
+    """
     marker = FIRST_OWN_OM if fmt is Format.OPENMETRICS else FIRST_OWN
     assert body.count(marker) == 1
-    return body[body.index(marker) :].removesuffix(b"# EOF\n")
+    return RUNTIME.sub(b"", body[body.index(marker) :].removesuffix(b"# EOF\n"))
 
 
 def _fresh(app: Any, fmt: Format) -> bytes:
-    """What prometheus_client renders for the whole self-metrics registry right now."""
-    return app[STATE].metrics.render(fmt)
+    """What prometheus_client renders for the self-metrics registry right now (as ``_own``)."""
+    return RUNTIME.sub(b"", app[STATE].metrics.render(fmt))
 
 
 async def _client(aiohttp_server: Any, aiohttp_client: Any, **kwargs: Any) -> tuple[Any, Any]:
@@ -214,9 +224,12 @@ def test_self_metrics_are_written_byte_for_byte_as_prometheus_client_writes_them
     metrics.config_loaded(ok=True, at=1700000000.5)
     metrics.scrapes.inc("text")
     registry = metrics.registry
-    assert metrics.render(Format.TEXT) == prometheus_client.generate_latest(registry)
+    assert mask_runtime_values(metrics.render(Format.TEXT)) == mask_runtime_values(
+        prometheus_client.generate_latest(registry)
+    )
     expected = generate_openmetrics(registry)  # type: ignore[no-untyped-call]
-    assert metrics.render(Format.OPENMETRICS) + b"# EOF\n" == expected
+    served = metrics.render(Format.OPENMETRICS) + b"# EOF\n"
+    assert mask_runtime_values(served) == mask_runtime_values(expected)
 
 
 def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -341,7 +354,6 @@ async def test_the_upstream_bounds_are_served_beside_the_figures_they_bound(
 
 def test_every_self_metric_family_is_documented() -> None:
     """docs/self-metrics.md lists every metricbridge_* family the bridge can serve."""
-    import re  # noqa: PLC0415
 
     from metricbridge.exposition.caches import CodecCaches  # noqa: PLC0415
 
@@ -353,3 +365,93 @@ def test_every_self_metric_family_is_documented() -> None:
     assert len(names) > 30
     missing = sorted(n for n in names if not re.search(rf"`{n}(_total)?[`{{]", doc))
     assert not missing
+
+
+RUNTIME_SAMPLES = (
+    "process_cpu_seconds_total",
+    "process_resident_memory_bytes",
+    "process_virtual_memory_bytes",
+    "process_start_time_seconds",
+    "process_open_fds",
+    "process_max_fds",
+    "python_info",
+    "python_gc_collections_total",
+    "python_gc_objects_collected_total",
+)
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="process_* needs /proc")
+@pytest.mark.parametrize("fmt", [Format.TEXT, Format.OPENMETRICS])
+@pytest.mark.parametrize("compressed", [False, True], ids=["plain", "gzip"])
+async def test_runtime_families_are_served_current_and_valid(
+    aiohttp_server, aiohttp_client, fmt: Format, compressed: bool
+) -> None:
+    """process_*, python_info and python_gc_* as every Python exporter names them, in every
+    response, with this process's figures, and the whole body still parses."""
+    _, client = await _client(aiohttp_server, aiohttp_client, cache_ttl=60)
+    headers = {
+        "Accept": OM_ACCEPT if fmt is Format.OPENMETRICS else "text/plain",
+        "Accept-Encoding": "gzip" if compressed else "identity",
+    }
+
+    async def scrape() -> dict[str, float]:
+        response = await client.get("/metrics", headers=headers)
+        body = (await response.read()).decode()
+        parse = parse_om if fmt is Format.OPENMETRICS else parse_text
+        return {
+            sample.name: sample.value  # the GC's: generation 2, the last listed
+            for family in parse(body)
+            for sample in family.samples
+            if sample.name.startswith(("process_", "python_"))
+        }
+
+    first = await scrape()
+    assert set(RUNTIME_SAMPLES) <= set(first), set(RUNTIME_SAMPLES) - set(first)
+    assert abs(first["process_start_time_seconds"] - time.time()) < 3600
+    assert first["process_resident_memory_bytes"] > 1 << 20
+    assert first["process_open_fds"] >= 3  # stdin, stdout, stderr at least
+    # The next response, from the same cached fetch, has spent CPU and collected garbage:
+    # its figures are read afresh, not kept with the cached render.
+    deadline = time.process_time() + 0.2
+    while time.process_time() < deadline:
+        [object() for _ in range(1000)]
+    gc.collect()
+    second = await scrape()
+    assert second["process_cpu_seconds_total"] > first["process_cpu_seconds_total"]
+    assert second["python_gc_collections_total"] > first["python_gc_collections_total"]
+
+
+async def test_runtime_families_answer_name_filters(aiohttp_server, aiohttp_client) -> None:
+    """name[]=process_resident_memory_bytes serves that family alone of the bridge's own."""
+    _, client = await _client(aiohttp_server, aiohttp_client)
+    response = await client.get("/metrics", params={"name[]": "process_resident_memory_bytes"})
+    names = {family.name for family in parse_text(await response.text())}
+    assert names == {"process_resident_memory_bytes"}
+
+
+async def test_an_upstreams_own_process_families_give_way_to_the_bridges(
+    aiohttp_server, aiohttp_client
+) -> None:
+    """An engine serving process_* would make two families of one name: the bridge's stay,
+    the engine's are counted as dropped (reserved_name), and the body is one valid exposition."""
+    engine = (FIXTURES / "tp1.prom").read_bytes() + (
+        b"# HELP process_resident_memory_bytes Resident memory size in bytes.\n"
+        b"# TYPE process_resident_memory_bytes gauge\n"
+        b"process_resident_memory_bytes 1.0\n"
+        b"# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n"
+        b"# TYPE process_cpu_seconds_total counter\n"
+        b"process_cpu_seconds_total 2.0\n"
+    )
+    server = await aiohttp_server(FakeUpstream(body=engine).app())
+    app = bridge_app(str(server.make_url("/metrics")))
+    client = await aiohttp_client(app)
+    body = await (await client.get("/metrics")).text()
+    families = [family.name for family in parse_text(body)]
+    assert families.count("process_resident_memory_bytes") == 1
+    assert families.count("process_cpu_seconds") == 1
+    samples = {s.name: s.value for f in parse_text(body) for s in f.samples}
+    assert samples["process_resident_memory_bytes"] > 1.0
+    dropped = app[STATE].metrics.registry.get_sample_value(
+        "metricbridge_samples_dropped_total", {"reason": "reserved_name"}
+    )
+    assert dropped == 2

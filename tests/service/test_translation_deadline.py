@@ -158,6 +158,9 @@ async def test_a_scrape_past_its_deadline_gets_self_metrics_in_time_and_the_work
         _bridge_process(aiohttp_server, slow_payload, tmp_path) as (upstream, bridge),
         aiohttp.ClientSession(base_url=bridge.base) as session,
     ):
+        async with asyncio.timeout(10):  # the start-up check of the upstream comes first
+            while upstream.requests < 1:  # noqa: ASYNC110 - another process's request
+                await asyncio.sleep(0.05)
         started = time.perf_counter()
         async with session.get("/metrics", headers=headers) as response:
             text = await response.text()
@@ -177,7 +180,7 @@ async def test_a_scrape_past_its_deadline_gets_self_metrics_in_time_and_the_work
         async with session.get("/metrics", headers={"Accept": OM}) as response:
             text = await response.text()
         assert f'{FAMILY}{{cache_source="storage_mooncake"' in text
-        assert upstream.requests == 1
+        assert upstream.requests == 2  # the start-up check, then the one fetch both scrapes had
         log = bridge.log()
     assert "still being translated" in log
 

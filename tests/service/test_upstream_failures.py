@@ -11,6 +11,7 @@ import pytest
 from aiohttp import web
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 
+from helpers.runtime import OWN_PREFIXES
 from helpers.service import FakeUpstream, bridge_app
 
 
@@ -77,7 +78,7 @@ async def test_failing_upstream_yields_self_metrics_and_reason(
     with caplog.at_level(logging.WARNING, logger="metricbridge"):
         text = await _scrape(client)
     families = {f.name: f for f in parse_text(text)}
-    assert all(name.startswith("metricbridge_") for name in families)
+    assert all(name.startswith(OWN_PREFIXES) for name in families)
     assert [s.value for s in families["metricbridge_upstream_up"].samples] == [0.0]
     failures = {
         s.labels["reason"]: s.value for s in families["metricbridge_upstream_failures"].samples

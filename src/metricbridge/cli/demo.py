@@ -56,11 +56,13 @@ def add_demo_command(commands: Any) -> None:  # noqa: ANN401 - argparse's subpar
         "2 on a bad option or rules file, or an address it cannot listen on.",
     )
     parser.add_argument(
+        "--web.listen-address",
         "--listen",
         type=listen_address,
         default=listen_address("127.0.0.1:9850"),
+        dest="listen",
         metavar="[HOST]:PORT",
-        help="bridge address (default 127.0.0.1:9850)",
+        help="bridge address (default 127.0.0.1:9850; --listen is its old name)",
     )
     parser.add_argument(
         "--engine-port",

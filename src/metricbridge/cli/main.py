@@ -16,8 +16,8 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NoReturn
 
-from metricbridge import __version__
 from metricbridge.cli.options import MISSING_UPSTREAM, apply_environment
+from metricbridge.cli.version import VersionAction
 from metricbridge.errors import EnvError
 
 EXIT_OK, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 2, 3, 130
@@ -114,7 +114,7 @@ def build_parser(commands: Iterable[str] | None = None) -> argparse.ArgumentPars
         description=_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"metricbridge {__version__}")
+    parser.add_argument("--version", action=VersionAction, default=argparse.SUPPRESS)
     # prog: the custom usage above would otherwise prefix every command's usage line.
     subparsers = parser.add_subparsers(
         title="commands",

@@ -30,6 +30,7 @@ __all__ = [
     "choice",
     "config_path",
     "describe_os_error",
+    "existing_file",
     "non_negative_seconds",
     "port_number",
     "positive_int",
@@ -62,6 +63,8 @@ class EnvOption:
     variable: str
     convert: Callable[[str], object]
     default: object
+    # Older names of the variable, read when it is unset (the flag's own old spelling's).
+    aliases: tuple[str, ...] = ()
 
 
 def add_env_option(
@@ -70,6 +73,7 @@ def add_env_option(
     variable: str,
     from_env: Callable[[str], object],
     default: object,
+    aliases: tuple[str, ...] = (),
     **kwargs: Any,  # noqa: ANN401 - passed to add_argument unchanged
 ) -> EnvOption:
     """Add a flag that falls back to ``variable``; ``use_environment`` makes a parser read it.
@@ -79,7 +83,7 @@ def add_env_option(
     should be the same checker, so both are refused for the same reason.
     """
     action = container.add_argument(*flags, default=None, **kwargs)
-    return EnvOption(action.dest, variable, from_env, default)
+    return EnvOption(action.dest, variable, from_env, default, aliases)
 
 
 def use_environment(parser: argparse.ArgumentParser, options: Iterable[EnvOption]) -> None:
@@ -97,14 +101,18 @@ def apply_environment(args: argparse.Namespace) -> None:
     for option in getattr(args, _ENV_OPTIONS, ()):
         if getattr(args, option.dest) is not None:
             continue  # the flag wins over its variable
-        text = os.environ.get(option.variable, "")
-        if not text.strip():
+        name, text = option.variable, ""
+        for candidate in (option.variable, *option.aliases):  # the new name first, then old ones
+            if os.environ.get(candidate, "").strip():
+                name, text = candidate, os.environ[candidate]
+                break
+        if not text:
             setattr(args, option.dest, option.default)
             continue
         try:
             value = option.convert(text)
         except (argparse.ArgumentTypeError, ValueError) as exc:
-            raise EnvError(f"environment variable {option.variable}: {exc}") from None
+            raise EnvError(f"environment variable {name}: {exc}") from None
         setattr(args, option.dest, value)
 
 
@@ -187,18 +195,26 @@ PROFILE_HELP = (
 )
 
 
-def config_path(text: str) -> Path:
-    """METRICBRIDGE_CONFIG: a rules file that exists; reading and checking it is load_config's.
+def existing_file(what: str) -> Callable[[str], Path]:
+    """A variable's file that exists (``what`` names it in the error); reading it is the loader's.
 
-    Only the variable is checked here, so that the error names it; a ``--config`` flag names
-    its file itself, and load_config's "FILE: cannot read: ..." says all there is to say.
+    Only the variable is checked here, so that the error names it; a flag names its file
+    itself, and the loader's "FILE: cannot read: ..." says all there is to say.
     """
-    path = Path(text)
-    if path.is_dir():
-        raise argparse.ArgumentTypeError(f"invalid rules file {text!r}: is a directory")
-    if not path.exists():
-        raise argparse.ArgumentTypeError(f"invalid rules file {text!r}: no such file")
-    return path
+
+    def check(text: str) -> Path:
+        path = Path(text)
+        if path.is_dir():
+            raise argparse.ArgumentTypeError(f"invalid {what} {text!r}: is a directory")
+        if not path.exists():
+            raise argparse.ArgumentTypeError(f"invalid {what} {text!r}: no such file")
+        return path
+
+    return check
+
+
+# METRICBRIDGE_CONFIG: a rules file that exists.
+config_path = existing_file("rules file")
 
 
 def describe_os_error(exc: OSError) -> str:

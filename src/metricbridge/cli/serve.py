@@ -10,12 +10,15 @@ import argparse
 import asyncio
 import logging
 import os
+import platform
 import signal
+import ssl
 import sys
 from typing import Any
 
 from aiohttp import web
 
+from metricbridge import __version__
 from metricbridge.cli.logs import configure_logging
 from metricbridge.cli.options import (
     MISSING_UPSTREAM,
@@ -28,9 +31,11 @@ from metricbridge.cli.serve_options import (
     add_service_options,
     usage_with_upstream_required,
 )
+from metricbridge.cli.version import reader_mode
 from metricbridge.config.load import load_config
 from metricbridge.errors import ConfigError, ListenError
 from metricbridge.service.allocator import MMAP_THRESHOLD, tune_malloc
+from metricbridge.service.background import check_upstreams
 from metricbridge.service.connections import fitted_cap
 from metricbridge.service.scrape import Upstream
 from metricbridge.service.server import (
@@ -41,6 +46,7 @@ from metricbridge.service.server import (
     with_idle_switch,
 )
 from metricbridge.service.snapshot import FetchSettings
+from metricbridge.service.web_guard import GUARD, HANDSHAKE_TIMEOUT, WebGuard
 from metricbridge.service.worker import SWITCH_INTERVAL, share_one_cpu
 
 EXIT_OK, EXIT_USAGE = 0, 2
@@ -93,12 +99,17 @@ def run_serve(args: argparse.Namespace) -> int:
     try:
         settings = service_settings(args)
         config = with_idle_switch(load_config(settings.config_path, settings.profiles))
+        # Read before anything starts: a bad web config stops start-up as a bad rules file does.
+        guard = WebGuard(args.web_config_file) if args.web_config_file is not None else None
     except ValueError as exc:
         print(f"metricbridge: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except ConfigError as exc:
         print_config_error(exc)
         return EXIT_USAGE
+    log_what_runs()  # once what it runs with is known to be usable
+    if guard is not None:
+        log.info("web config %s: %s", args.web_config_file, guard.describe())
     if tune_malloc():
         log.debug("glibc mmap threshold fixed at %d bytes", MMAP_THRESHOLD)
     # The event loop shares the GIL with the translation worker, and takes it back after every
@@ -111,6 +122,8 @@ def run_serve(args: argparse.Namespace) -> int:
     if not args.no_cpu_pinning and (cpu := share_one_cpu()) is not None:
         log.debug("the event loop and the translation worker share CPU %d", cpu)
     app = make_app(settings, config)
+    if guard is not None:
+        guard.install(app)
     app.on_startup.append(_install_sighup)
     try:
         asyncio.run(_serve(app, args.listen, settings.upstreams))
@@ -127,6 +140,29 @@ def run_serve(args: argparse.Namespace) -> int:
         os._exit(EXIT_OK)
     log.info("stopped")
     return EXIT_OK
+
+
+def log_what_runs() -> None:
+    """One line naming the version, the reader and Python; a warning when the C pass is missing.
+
+    Without a compiler, ``pip install`` builds the pure-Python reader and says so only with
+    ``pip -v``: this is where an operator learns that reading is slower than it should be.
+    """
+    mode, why = reader_mode()
+    log.info(
+        "metricbridge %s starting: reader %s (%s), Python %s",
+        __version__,
+        mode,
+        why,
+        platform.python_version(),
+    )
+    if mode == "python" and not os.environ.get("METRICBRIDGE_PURE_PYTHON"):
+        log.warning(
+            "the compiled line pass is missing: the pure-Python reader is in use, and translating "
+            "takes about 1.5 times the CPU; reinstall metricbridge where a C "
+            "compiler is at hand (METRICBRIDGE_REQUIRE_COMPILED=1 makes the install fail "
+            "without one)"
+        )
 
 
 async def _serve(
@@ -150,18 +186,29 @@ async def _serve(
     )
     await runner.setup()
     listener: asyncio.Server | None = None
+    checked: asyncio.Task[None] | None = None
     try:
-        listener = await listen_capped(runner, *address)
+        guard = app.get(GUARD)
+        tls = guard.listener_context if guard is not None else None
+        listener = await listen_capped(runner, *address, tls=tls)
         log.info(
             "serving on %s, upstreams: %s",
             format_address(*address),
             ", ".join(u.shown for u in upstreams),
         )
+        if (bridge := app[STATE].bridge) is not None:
+            # Beside serving, never before it: readiness does not wait for the engine.
+            checked = asyncio.create_task(
+                check_upstreams(bridge.session, upstreams, settings.fetch)
+            )
         await stop.wait()
         # Scrapes in flight may finish for most of the grace period; one still waiting on a
         # slow engine then gets its answer (no engine data) in time for aiohttp's own deadline.
         loop.call_later(SHUTDOWN_SECONDS - 1, _give_up_fetching, app)
     finally:
+        if checked is not None:
+            checked.cancel()
+            await asyncio.gather(checked, return_exceptions=True)
         if listener is not None:
             listener.close()  # stop accepting; connections open go on until cleanup ends them
         await runner.cleanup()
@@ -184,8 +231,12 @@ async def listen(runner: web.BaseRunner, host: str, port: int) -> web.TCPSite:
     return site
 
 
-async def listen_capped(runner: web.BaseRunner, host: str, port: int) -> asyncio.Server:
+async def listen_capped(
+    runner: web.BaseRunner, host: str, port: int, *, tls: ssl.SSLContext | None = None
+) -> asyncio.Server:
     """Like ``listen``, with the app's connection cap in front of aiohttp's protocol.
+
+    ``tls``: serve HTTPS with this context (``--web.config.file``'s).
 
     ``runner.server`` is aiohttp's public low-level protocol factory; serving it through
     ``loop.create_server`` lets the cap see each connection before aiohttp does.
@@ -197,7 +248,16 @@ async def listen_capped(runner: web.BaseRunner, host: str, port: int) -> asyncio
     factory = limit.protocol_factory(server) if limit is not None else server
     loop = asyncio.get_running_loop()
     try:
-        return await loop.create_server(factory, host or None, port, reuse_address=True)
+        if tls is None:
+            return await loop.create_server(factory, host or None, port, reuse_address=True)
+        return await loop.create_server(
+            factory,
+            host or None,
+            port,
+            reuse_address=True,
+            ssl=tls,
+            ssl_handshake_timeout=HANDSHAKE_TIMEOUT,
+        )
     except OSError as exc:
         reason = describe_os_error(exc)
         raise ListenError(f"cannot listen on {format_address(host, port)}: {reason}") from exc
@@ -210,4 +270,14 @@ def format_address(host: str, port: int) -> str:
 
 async def _install_sighup(app: web.Application) -> None:
     loop = asyncio.get_running_loop()
-    loop.add_signal_handler(signal.SIGHUP, lambda: loop.create_task(reload_config(app)))
+    guard = app.get(GUARD)
+    running: set[asyncio.Task[list[str]]] = set()  # the loop keeps only weak references
+
+    def reload() -> None:
+        if guard is not None:
+            guard.reload()  # a few small files: read at once, before the rules
+        task = loop.create_task(reload_config(app))
+        running.add(task)
+        task.add_done_callback(running.discard)
+
+    loop.add_signal_handler(signal.SIGHUP, reload)

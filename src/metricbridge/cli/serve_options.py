@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from metricbridge.cli.logs import log_format
 from metricbridge.cli.options import (
     PROFILE_HELP,
     ArgumentContainer,
@@ -15,6 +16,7 @@ from metricbridge.cli.options import (
     boolean,
     choice,
     config_path,
+    existing_file,
     non_negative_seconds,
     port_number,
     positive_int,
@@ -42,6 +44,8 @@ endpoints:
                    rules still serving; only with --web.enable-lifecycle (403 without), and
                    at most once a second (429 sooner)
   GET  /           a page listing these
+  With basic auth in --web.config.file every path needs it, the probes included, as in
+  every exporter built on Prometheus' exporter-toolkit (401 without it).
 
 caching:
   Scrapes arriving while a fetch is in flight share it, and a finished fetch is reused for
@@ -50,7 +54,8 @@ caching:
   --upstream-timeout. A failed fetch still answers 200, with metricbridge_upstream_up 0.
 
 signals:
-  SIGHUP           re-read the rules file (always, whatever --web.enable-lifecycle says)
+  SIGHUP           re-read the rules file (always, whatever --web.enable-lifecycle says) and
+                   the --web.config.file (also re-read whenever it or a file it names changes)
   SIGTERM, SIGINT  stop listening, let scrapes in flight finish (up to {SHUTDOWN_SECONDS} s), exit 0
 
 environment:
@@ -109,6 +114,7 @@ def add_service_options(
         variable: str,
         from_env: Callable[[str], object],
         default: object,
+        aliases: tuple[str, ...] = (),
         **kwargs: Any,  # noqa: ANN401 - add_argument's own keywords
     ) -> None:
         options.append(
@@ -118,6 +124,7 @@ def add_service_options(
                 variable=variable,
                 from_env=from_env,
                 default=default,
+                aliases=aliases,
                 **kwargs,
             )
         )
@@ -136,14 +143,31 @@ def add_service_options(
         "(env METRICBRIDGE_UPSTREAM, comma-separated)",
     )
     add(
+        "--web.listen-address",
         "--listen",
-        variable="METRICBRIDGE_LISTEN",
+        variable="METRICBRIDGE_WEB_LISTEN_ADDRESS",
+        aliases=("METRICBRIDGE_LISTEN",),
         from_env=listen_address,
         default=parse_listen(DEFAULT_LISTEN),
         type=listen_address,
+        dest="listen",
         metavar="[HOST]:PORT",
         help=f"address to serve on; no host means every interface (default {DEFAULT_LISTEN}; "
-        "env METRICBRIDGE_LISTEN)",
+        "--listen is its old name; env METRICBRIDGE_WEB_LISTEN_ADDRESS, or the old "
+        "METRICBRIDGE_LISTEN)",
+    )
+    add(
+        "--web.config.file",
+        variable="METRICBRIDGE_WEB_CONFIG_FILE",
+        from_env=existing_file("web config file"),
+        default=None,
+        type=Path,
+        dest="web_config_file",
+        metavar="FILE",
+        help="TLS and basic-auth settings, in the Prometheus exporter-toolkit's web "
+        "configuration format; read at start (a bad file stops it), on SIGHUP and whenever "
+        "it or a file it names changes (default: none, plain HTTP without authentication; "
+        "env METRICBRIDGE_WEB_CONFIG_FILE)",
     )
     add(
         "-c",
@@ -166,23 +190,29 @@ def add_service_options(
         help=f"{PROFILE_HELP} (env METRICBRIDGE_PROFILE, comma-separated)",
     )
     add(
+        "--log.level",
         "--log-level",
         variable="METRICBRIDGE_LOG_LEVEL",
         from_env=choice(LOG_LEVELS),
         default="info",
         type=choice(LOG_LEVELS),
+        dest="log_level",
         metavar="{" + ",".join(LOG_LEVELS) + "}",
-        help="log level, any case (default info; env METRICBRIDGE_LOG_LEVEL)",
+        help="log level, any case (default info; --log-level is its old name; "
+        "env METRICBRIDGE_LOG_LEVEL)",
     )
     add(
+        "--log.format",
         "--log-format",
         variable="METRICBRIDGE_LOG_FORMAT",
-        from_env=choice(("text", "json")),
-        default="text",
-        type=choice(("text", "json")),
-        metavar="{text,json}",
-        help="log format, any case; json is one object per line (default text; "
-        "env METRICBRIDGE_LOG_FORMAT)",
+        from_env=log_format,
+        default="logfmt",
+        type=log_format,
+        dest="log_format",
+        metavar="{logfmt,json}",
+        help="log format, any case: logfmt (key=value) or json, one line per record with an "
+        "RFC 3339 UTC time (default logfmt; text, its old name, is logfmt; --log-format is the "
+        "flag's old name; env METRICBRIDGE_LOG_FORMAT)",
     )
     add(
         "--upstream-timeout",

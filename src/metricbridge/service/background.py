@@ -1,6 +1,7 @@
-"""Background work of the service: the idle heartbeat and the /server_info poller.
+"""Background work of the service: the idle heartbeat, the /server_info poller, the start check.
 
-Neither ever blocks /metrics: they run beside it and only update state the next scrape reads.
+None ever blocks /metrics: they run beside it and only update state the next scrape reads (the
+start-up check of the upstreams only logs).
 """
 
 from __future__ import annotations
@@ -8,13 +9,15 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Sequence
 from urllib.parse import urlsplit
 
 import aiohttp
 
 from metricbridge.errors import UpstreamError
 from metricbridge.service.bridge import Bridge
-from metricbridge.service.scrape import Upstream, redact_url
+from metricbridge.service.scrape import Upstream, fetch, redact_url
+from metricbridge.service.snapshot import FetchSettings
 
 log = logging.getLogger("metricbridge.background")
 SERVER_INFO_PATHS = ("/server_info", "/get_server_info")  # the latter for older engines
@@ -138,3 +141,40 @@ async def heartbeat(bridge: Bridge) -> None:
                 await bridge.snapshot(bridge.settings.timeout_cap)
             except Exception:  # a heartbeat must never die: the next tick tries again
                 log.exception("heartbeat fetch failed")
+
+
+async def check_upstreams(
+    session: aiohttp.ClientSession, upstreams: Sequence[Upstream], settings: FetchSettings
+) -> None:
+    """Fetch each upstream once, at start-up, and log whether it answers.
+
+    A wrong ``--upstream`` is said at start rather than at Prometheus' first scrape. Nothing
+    waits for it: readiness never depends on the engine (a loading engine must not hold the pod
+    back), and the bridge's own fetches, self-metrics and state are left alone.
+    """
+
+    async def check(upstream: Upstream) -> None:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        try:
+            fetched = await fetch(
+                session, upstream, timeout=settings.timeout_cap, max_bytes=settings.max_bytes
+            )
+        except UpstreamError as exc:
+            log.warning(
+                "upstream %s does not answer at start-up: %s (%s); its families are not served "
+                "and metricbridge_upstream_up is 0 while this lasts",
+                upstream.shown,
+                exc,
+                exc.reason,
+            )
+        else:
+            log.info(
+                "upstream %s answers: %d bytes of %s in %.3f s",
+                upstream.shown,
+                len(fetched.body),
+                fetched.format.value,
+                loop.time() - started,
+            )
+
+    await asyncio.gather(*(check(upstream) for upstream in upstreams))

@@ -11,12 +11,18 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector
+from prometheus_client.registry import Collector, RestrictedRegistry
+from prometheus_client.samples import Sample
 
+from metricbridge.exposition.caches import CodecCaches
 from metricbridge.exposition.writer import label_set, write_header
 from metricbridge.model.cache import ByteLRU
 from metricbridge.model.family import FamilyMeta, Format, MetricType
+from metricbridge.model.family_names import TEXT_TYPES
 from metricbridge.model.numbers import format_value
+
+# What a family's text was written from: its help, type, unit and samples.
+Written = tuple[str, str, str, list[Sample]]
 
 
 class ScrapeCounter(Collector):
@@ -169,3 +175,48 @@ class CacheMetrics(Collector):
     def describe(self) -> Iterator[Metric]:
         """The families' names and types, so a restricted registry knows which names it serves."""
         yield from self._families(samples=False)
+
+
+def generate_families(
+    registry: CollectorRegistry | RestrictedRegistry,
+    fmt: Format,
+    caches: CodecCaches,
+    written: dict[tuple[Format, str], tuple[Written, str]] | None = None,
+) -> bytes:
+    """The registry in ``fmt``, without ``# EOF``, in the bridge's own wire code.
+
+    prometheus_client collects (its public API); the lines are written here, with the writer's
+    header and label-set caches: a third of prometheus_client's OpenMetrics encoder's time and
+    most of its text encoder's, paid once per fetch. A test holds the bytes to prometheus_client's.
+    ``written`` keeps each family's text with what it was written from: a family whose help,
+    type, unit and samples (names, labels, values) compare equal to those is not written again.
+    """
+    chunks: list[str] = []
+    for metric in registry.collect():
+        key = (fmt, metric.name)
+        signature = (metric.documentation, metric.type, metric.unit, metric.samples)
+        last = written.get(key) if written is not None else None
+        if last is not None and last[0] == signature:
+            chunks.append(last[1])
+            continue
+        mtype = TEXT_TYPES[metric.type]
+        # The model names a counter by its _total sample, as the text format's HELP line does.
+        name = metric.name + "_total" if mtype is MetricType.COUNTER else metric.name
+        lines = [
+            write_header(
+                FamilyMeta(name, mtype, metric.documentation, metric.unit or None),
+                fmt,
+                caches=caches,
+            ).decode()
+        ]
+        for sample in metric.samples:
+            pairs = tuple(sorted(sample.labels.items()))
+            labels = label_set(pairs, caches=caches) if sample.labels else ""
+            # float(): prometheus_client writes an int value (the process collector's open
+            # files, the GC counts) as a float, "6.0".
+            lines.append(f"{sample.name}{labels} {format_value(float(sample.value))}\n")
+        text = "".join(lines)
+        if written is not None:
+            written[key] = (signature, text)
+        chunks.append(text)
+    return "".join(chunks).encode()

@@ -20,28 +20,26 @@ from collections.abc import Iterable
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client.registry import RestrictedRegistry
-from prometheus_client.samples import Sample
 
 from metricbridge import __version__
 from metricbridge.exposition import line_match
 from metricbridge.exposition.caches import CodecCaches
-from metricbridge.exposition.writer import label_set, write_header
 from metricbridge.model.cache import ByteLRU
-from metricbridge.model.family import FamilyMeta, Format, MetricType
-from metricbridge.model.family_names import TEXT_TYPES
-from metricbridge.model.numbers import format_value
+from metricbridge.model.family import Format
 from metricbridge.service.connections import ConnectionLimit
 from metricbridge.service.gzip_framing import gzip_member
-from metricbridge.service.metric_collectors import CacheMetrics, MirroredRegistry, ScrapeCounter
+from metricbridge.service.metric_collectors import (
+    CacheMetrics,
+    MirroredRegistry,
+    ScrapeCounter,
+    Written,
+    generate_families,
+)
+from metricbridge.service.runtime_metrics import RuntimeMetrics
 from metricbridge.translation.idle import IdleState
 
 _FETCH_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 _EOF = b"# EOF\n"
-
-
-# What a family's text was written from: its help, type, unit and samples.
-Written = tuple[str, str, str, list[Sample]]
 
 
 class SelfMetrics:
@@ -82,6 +80,8 @@ class SelfMetrics:
         # are written per response with the per-scrape counters.
         self.connections = ConnectionLimit()
         self.registry.register(self.connections)
+        # process_*, python_info, python_gc_*: they move between scrapes too.
+        self.runtime = RuntimeMetrics(self.registry)
         self.gave_up = Counter(
             "metricbridge_scrapes_gave_up_total",
             "Requests answered without engine data because their own timeout ran out, by the "
@@ -315,7 +315,7 @@ class SelfMetrics:
     def render_scrape_counters(self, fmt: Format) -> bytes:
         """The per-scrape counters in ``fmt``, as of now (microseconds, not prometheus_client)."""
         counters = (self.scrapes.render(fmt) + self.coalesced.render(fmt)).encode()
-        return counters + self.connections.render(fmt)
+        return counters + self.connections.render(fmt) + self.runtime.render(fmt)
 
     def render_settled(self, fmt: Format, *, gzip_level: int | None = None) -> bytes:
         """Every family but the per-scrape counters, ending a response (OpenMetrics: ``# EOF``).
@@ -332,7 +332,7 @@ class SelfMetrics:
                 # generating the registry twice cost as much as reading a 1 MB engine payload.
                 rendered = gzip_member(self.render_settled(fmt), gzip_level)
             else:
-                rendered = _generate(self._settled, fmt, self._codec, self._written)
+                rendered = generate_families(self._settled, fmt, self._codec, self._written)
                 rendered += _EOF if fmt is Format.OPENMETRICS else b""
             self._rendered[key] = rendered
         return rendered
@@ -343,47 +343,4 @@ class SelfMetrics:
         The slow, uncached path: ``name[]`` requests and tests.
         """
         registry = self.registry.restricted_registry(names) if names else self.registry
-        return _generate(registry, fmt, self._codec)
-
-
-def _generate(
-    registry: CollectorRegistry | RestrictedRegistry,
-    fmt: Format,
-    caches: CodecCaches,
-    written: dict[tuple[Format, str], tuple[Written, str]] | None = None,
-) -> bytes:
-    """The registry in ``fmt``, without ``# EOF``, in the bridge's own wire code.
-
-    prometheus_client collects (its public API); the lines are written here, with the writer's
-    header and label-set caches: a third of prometheus_client's OpenMetrics encoder's time and
-    most of its text encoder's, paid once per fetch. A test holds the bytes to prometheus_client's.
-    ``written`` keeps each family's text with what it was written from: a family whose help,
-    type, unit and samples (names, labels, values) compare equal to those is not written again.
-    """
-    chunks: list[str] = []
-    for metric in registry.collect():
-        key = (fmt, metric.name)
-        signature = (metric.documentation, metric.type, metric.unit, metric.samples)
-        last = written.get(key) if written is not None else None
-        if last is not None and last[0] == signature:
-            chunks.append(last[1])
-            continue
-        mtype = TEXT_TYPES[metric.type]
-        # The model names a counter by its _total sample, as the text format's HELP line does.
-        name = metric.name + "_total" if mtype is MetricType.COUNTER else metric.name
-        lines = [
-            write_header(
-                FamilyMeta(name, mtype, metric.documentation, metric.unit or None),
-                fmt,
-                caches=caches,
-            ).decode()
-        ]
-        for sample in metric.samples:
-            pairs = tuple(sorted(sample.labels.items()))
-            labels = label_set(pairs, caches=caches) if sample.labels else ""
-            lines.append(f"{sample.name}{labels} {format_value(sample.value)}\n")
-        text = "".join(lines)
-        if written is not None:
-            written[key] = (signature, text)
-        chunks.append(text)
-    return "".join(chunks).encode()
+        return generate_families(registry, fmt, self._codec)

@@ -24,6 +24,27 @@ from metricbridge.translation.translate import SynthState, Translation, sample_c
 # The bridge's own self-metrics own this prefix: an upstream family with it (another bridge
 # scraped as an upstream) would clash with them.
 RESERVED_PREFIX = "metricbridge_"
+# The families of the bridge's own process (prometheus_client's process, platform and GC
+# collectors), counters under both their names: an upstream that serves its own would make two
+# families of one name. The bridge's are kept, as they describe the process Prometheus scrapes.
+_RUNTIME_COUNTERS = (
+    "process_cpu_seconds",
+    "python_gc_objects_collected",
+    "python_gc_objects_uncollectable",
+    "python_gc_collections",
+)
+RESERVED_NAMES = frozenset(
+    {
+        "process_virtual_memory_bytes",
+        "process_resident_memory_bytes",
+        "process_start_time_seconds",
+        "process_open_fds",
+        "process_max_fds",
+        "python_info",
+        *_RUNTIME_COUNTERS,
+        *(name + "_total" for name in _RUNTIME_COUNTERS),
+    }
+)
 
 
 def detect_format(payload: bytes) -> Format:
@@ -90,7 +111,7 @@ class MergeDrop:
 
     def __str__(self) -> str:
         if self.reason == "reserved_name":
-            return f"{self.source}: {self.family}: reserved prefix; dropped"
+            return f"{self.source}: {self.family}: the bridge's own name; dropped"
         return f"{self.source}: {self.family} duplicates {self.kept_from}'s; dropped"
 
 
@@ -103,7 +124,7 @@ def merge_upstreams(
     dropped: list[MergeDrop] = []
     for source, families in parts:
         for family in families:
-            if family.name.startswith(RESERVED_PREFIX):
+            if family.name.startswith(RESERVED_PREFIX) or family.name in RESERVED_NAMES:
                 dropped.append(
                     MergeDrop(source, family.name, "reserved_name", sample_count(family))
                 )
