@@ -50,11 +50,11 @@ def payload(series: int) -> bytes:
     ]
     # An L3 family, whose storage_backend label the contract's relabel joins into cache_source.
     l3 = (
-        "# HELP sglang:prefetched_tokens_total Prefetched tokens.\n"
-        "# TYPE sglang:prefetched_tokens_total counter\n"
-        'sglang:prefetched_tokens_total{engine_type="unified",model_name="m",'
-        'storage_backend="mooncake"} 1.0\n'
-    ).encode()
+        b"# HELP sglang:prefetched_tokens_total Prefetched tokens.\n"
+        b"# TYPE sglang:prefetched_tokens_total counter\n"
+        b'sglang:prefetched_tokens_total{engine_type="unified",model_name="m",'
+        b'storage_backend="mooncake"} 1.0\n'
+    )
     header = l3 + f"# HELP {FAMILY} Cached prompt tokens.\n# TYPE {FAMILY} counter\n".encode()
     lines = (
         f'{FAMILY}{{cache_source="storage",engine_type="unified",model_name="m",i="{i}"}} 1.0\n'
