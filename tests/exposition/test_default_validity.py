@@ -239,7 +239,9 @@ def _translate_edited(original: bytes, payload: bytes) -> dict[Format, bytes] | 
     return _served(outcome, caches)
 
 
-@settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=examples(100, 10), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 @given(edit=one_byte_edit())
 def test_whatever_is_served_from_an_edited_scrape_parses(edit: tuple[bytes, bytes]) -> None:
     """One byte changed anywhere: what the default mode serves, both parsers read."""

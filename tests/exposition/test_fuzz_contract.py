@@ -169,7 +169,7 @@ def test_mutated_fixtures_never_crash_and_headers_stay_valid(case):
                 assert VALID_COMMENT.fullmatch(line), line
 
 
-@settings(FUZZ, max_examples=examples(250 * SCALE))
+@settings(FUZZ, max_examples=examples(250 * SCALE, 25))
 @given(case=mutated_fixtures())
 def test_full_validation_writes_valid_output_from_any_input(case):
     """``validation: full``: anything accepted is written as output our full read accepts without
@@ -241,7 +241,7 @@ EVENTS = st.one_of(
 )
 
 
-@settings(FUZZ, max_examples=examples(100 * SCALE))
+@settings(FUZZ, max_examples=examples(100 * SCALE, 8))
 @given(events=st.lists(EVENTS, min_size=2, max_size=8), data=st.data())
 def test_rates_across_fetches_stay_finite_and_exact(events, data):
     """Derived rates stay finite and non-negative through any sequence of fetches, equal the
