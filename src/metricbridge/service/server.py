@@ -22,6 +22,7 @@ from metricbridge.config.schema import Config
 from metricbridge.errors import ConfigError, ExpositionError
 from metricbridge.exposition.writer import PIECE_SIZE, write_chunks
 from metricbridge.model.family import AnyFamily, Format
+from metricbridge.model.names import shortened
 from metricbridge.service.background import heartbeat, poll_server_info, server_info_urls
 from metricbridge.service.bridge import Bridge
 from metricbridge.service.connections import waiting_room
@@ -199,7 +200,7 @@ async def _filtered_body(
     for problem in problems:
         # The unfiltered response serves the family's bytes as they came, so the engine's
         # problem stays visible there.
-        log.warning("name[]: family left out: %s", problem)
+        log.warning("name[]: family left out: %s", shortened(str(problem)))
     own = metrics.render(fmt, names)  # prometheus_client's RestrictedRegistry: the same rule
     eof = b"# EOF\n" if fmt is Format.OPENMETRICS else b""
     body = engine + own + eof
@@ -286,7 +287,7 @@ async def reload_config(app: web.Application) -> list[str]:
         if issues:
             state.metrics.config_loaded(ok=False)
             for issue in issues:
-                log.error("config reload rejected, old config kept: %s", issue)
+                log.error("config reload rejected, old config kept: %s", shortened(issue))
             return issues
         state.config = config
         if state.bridge is not None:
