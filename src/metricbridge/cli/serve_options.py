@@ -234,8 +234,9 @@ def add_service_options(
         action="store_const",
         const=True,
         help="let the event loop and the translation thread run on different CPUs (by default "
-        "they share the one the process starts on, which keeps answers prompt while a large "
-        "payload is translated; env METRICBRIDGE_NO_CPU_PINNING=1)",
+        "they share one of the allowed CPUs least busy at start, which keeps answers prompt "
+        "while a large payload is translated; none when all are over half busy; "
+        "env METRICBRIDGE_NO_CPU_PINNING=1)",
     )
     add(
         "--web.enable-lifecycle",

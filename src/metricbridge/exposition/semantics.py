@@ -173,7 +173,7 @@ def _quantile_breach(sample: Sample) -> tuple[str, str] | None:
         shown = "no quantile label" if quantile is None else f"quantile={quoted(quantile)}"
         return "quantile_label", f"{sample.name} has {shown}; a quantile is a number in [0, 1]"
     if sample.value < 0:
-        shown = quoted(quantile)
+        shown = quoted(str(quantile))  # a number in [0, 1], in as many digits as it came
         message = f"{sample.name}{{quantile={shown}}} is {sample.raw_value}; it cannot be negative"
         return "negative_value", message
     return None
