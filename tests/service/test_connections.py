@@ -130,7 +130,9 @@ async def test_a_request_head_not_sent_in_the_header_timeout_is_closed() -> None
             assert await closed_by_peer(silent[0], 2)
             assert await closed_by_peer(drip_reader, 2)
             drip_writer.close()
-        assert app[STATE].metrics.connections.header_timeouts == 2
+        connections = app[STATE].metrics.connections
+        assert connections.header_timeouts == 2
+        assert connections.open == 1  # their slots are free again: only the idle one is held
         idle_writer.write(b"GET /metrics HTTP/1.1\r\nHost: bridge\r\nConnection: close\r\n\r\n")
         assert (await asyncio.wait_for(idle_reader.read(), 10)).startswith(b"HTTP/1.1 200")
         idle_writer.close()

@@ -144,7 +144,10 @@ class ConnectionLimit(Collector):
             return
         self.header_timeouts += 1
         self._heading.pop(conn, None)
-        conn.evict()  # its slot is freed when the close completes (lost)
+        self._release(conn)  # evict() marks it closed: lost() will not free the slot again
+        conn.evict()
+        self._fill_from_waiting()
+        self._note_room()
 
     def lost(self, conn: ClientConnection, before: Stage) -> None:
         """``conn`` closed: free its slot (unless it was given away already) for a waiter."""
