@@ -12,6 +12,7 @@ import pytest
 from metricbridge.exposition.reader import read_exposition
 from metricbridge.exposition.writer import write_exposition
 from metricbridge.model.family import Format, Verify
+from metricbridge.model.names import quoted
 
 LONG = "1" + "0" * 400
 
@@ -42,7 +43,7 @@ def test_a_timestamp_out_of_range_drops_its_family_with_the_line(
 ) -> None:
     exposition = read_exposition(payload, fmt, verify)
     assert [str(problem) for problem in exposition.problems] == [
-        f"line 2, family a: invalid timestamp {timestamp!r}: out of range"
+        f"line 2, family a: invalid timestamp {quoted(timestamp)}: out of range"
     ]
     assert exposition.families == []
 

@@ -1,4 +1,6 @@
-"""Client connections are bounded: a cap, an idle timeout and a write deadline, each counted.
+"""Client connections are bounded, and the bound locks no scrape out: a cap that idle and
+silent connections give way to, a header-read timeout, a waiting room, a 503 when there is no
+room at all, an idle timeout and a write deadline, each counted.
 
 Real sockets against the capped listener the service runs (``cli.serve.listen_capped``).
 """
@@ -6,12 +8,21 @@ Real sockets against the capped listener the service runs (``cli.serve.listen_ca
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import pytest
 from aiohttp import web
 
+from helpers.lockout import (
+    closed_by_peer,
+    concurrent_scrapes,
+    scrape_status,
+    scrapes_past_silent,
+    silent_connections,
+)
 from helpers.service import FakeUpstream
 from metricbridge.cli.serve import listen_capped
 from metricbridge.config.load import load_config
@@ -24,10 +35,12 @@ GET = b"GET /metrics HTTP/1.1\r\nHost: bridge\r\n\r\n"
 
 @asynccontextmanager
 async def _bridge(
-    upstream_body: bytes | None = None, **settings: float
+    upstream_body: bytes | None = None, upstream_delay: float = 0.0, **settings: float
 ) -> AsyncIterator[tuple[int, web.Application]]:
     """A bridge on a capped listener in front of a fake upstream; yields its port and app."""
-    upstream = FakeUpstream() if upstream_body is None else FakeUpstream(body=upstream_body)
+    upstream = FakeUpstream(delay=upstream_delay)
+    if upstream_body is not None:
+        upstream.body = upstream_body
     upstream_runner = web.AppRunner(upstream.app())
     await upstream_runner.setup()
     site = web.TCPSite(upstream_runner, "127.0.0.1", 0)
@@ -59,25 +72,135 @@ async def _scrape(port: int) -> bytes:
     return body
 
 
-async def test_connections_over_the_cap_are_closed_on_arrival_and_counted() -> None:
-    """With the cap's worth of idle connections open, the next is closed; once one goes, a
-    scrape is served again and the refusal shows in the self-metrics."""
-    async with _bridge(max_connections=3) as (port, _app):
-        idle = [await asyncio.open_connection("127.0.0.1", port) for _ in range(3)]
-        await asyncio.sleep(0.05)
+async def _keep_alive_scrape(port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A scrape on a connection kept open after its answer (read by Content-Length)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(GET)
+    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+    assert head.startswith(b"HTTP/1.1 200"), head
+    length = next(
+        int(line.split(b":", 1)[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    )
+    await reader.readexactly(length)
+    return reader, writer
+
+
+async def test_a_silent_connection_gives_way_to_a_scrape_at_the_cap() -> None:
+    """The cap's worth of connections that never send a byte: the next scrape is answered,
+    the oldest silent one is closed for it, and the eviction is counted."""
+    async with _bridge(max_connections=3, header_timeout=4.0) as (port, app):
+        async with silent_connections(port, 3) as silent:
+            await asyncio.sleep(1.2)  # past the 1 s a connection gets before it can be evicted
+            assert await scrape_status(port) == "200"
+            assert await closed_by_peer(silent[0], 2)
+            assert not await closed_by_peer(silent[1], 0.2)
+        connections = app[STATE].metrics.connections
+        assert connections.evicted == {"idle": 0, "reading_head": 1}
+        assert connections.refused == 0
+
+
+async def test_an_idle_keep_alive_connection_gives_way_before_one_sending_its_head() -> None:
+    """At the cap, the connection idle between two requests is closed for the newcomer, not
+    the one still sending its request head."""
+    async with _bridge(max_connections=2, header_timeout=4.0) as (port, app):
+        idle_reader, idle_writer = await _keep_alive_scrape(port)
+        async with silent_connections(port, 1) as silent:
+            await asyncio.sleep(1.2)
+            assert await scrape_status(port) == "200"
+            assert await closed_by_peer(idle_reader, 2)
+            assert not await closed_by_peer(silent[0], 0.2)
+        idle_writer.close()
+        assert app[STATE].metrics.connections.evicted == {"idle": 1, "reading_head": 0}
+
+
+async def test_a_request_head_not_sent_in_the_header_timeout_is_closed() -> None:
+    """A silent connection and one dripping its head are closed at --web.read-header-timeout
+    and counted; a keep-alive connection idle for longer than that is not (it is idle, not
+    sending a head) and serves its next request."""
+    async with _bridge(header_timeout=0.4) as (port, app):
+        idle_reader, idle_writer = await _keep_alive_scrape(port)
+        async with silent_connections(port, 1) as silent:
+            drip_reader, drip_writer = await asyncio.open_connection("127.0.0.1", port)
+            drip_writer.write(b"GET /metrics HTTP/1.1\r\n")
+            for _ in range(4):
+                await asyncio.sleep(0.1)
+                drip_writer.write(b"X-Drip: 1\r\n")
+            assert await closed_by_peer(silent[0], 2)
+            assert await closed_by_peer(drip_reader, 2)
+            drip_writer.close()
+        connections = app[STATE].metrics.connections
+        assert connections.header_timeouts == 2
+        assert connections.open == 1  # their slots are free again: only the idle one is held
+        idle_writer.write(b"GET /metrics HTTP/1.1\r\nHost: bridge\r\nConnection: close\r\n\r\n")
+        assert (await asyncio.wait_for(idle_reader.read(), 10)).startswith(b"HTTP/1.1 200")
+        idle_writer.close()
+
+
+async def test_when_every_slot_is_busy_a_newcomer_waits_for_one_and_is_served() -> None:
+    """One slot, busy with a slow scrape: the next connection waits, unread and counted in
+    metricbridge_connections_waiting, and is answered once the slot is free."""
+    async with _bridge(max_connections=1, upstream_delay=0.6, header_timeout=5.0) as (port, app):
+        first = asyncio.create_task(scrape_status(port))
+        await asyncio.sleep(0.2)
+        second = asyncio.create_task(scrape_status(port))
+        await asyncio.sleep(0.2)
+        connections = app[STATE].metrics.connections
+        assert connections.waiting == 1
+        assert await first == "200"
+        assert await second == "200"
+        assert connections.waiting == 0
+        assert connections.refused == 0
+
+
+async def test_with_no_room_to_wait_a_newcomer_is_answered_503_with_retry_after() -> None:
+    """One slot busy and the one waiting place taken: the next connection gets a whole 503
+    with Retry-After at once (not a reset), and the waiting one gets the same once the
+    header timeout runs out; both counted as refused, logged once."""
+    async with _bridge(max_connections=1, upstream_delay=1.5, header_timeout=0.6) as (port, app):
+        busy = asyncio.create_task(scrape_status(port))
+        await asyncio.sleep(0.2)
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(GET)
-        assert await asyncio.wait_for(reader.read(), 5) == b""  # closed, nothing served
+        await asyncio.sleep(0.1)
+        answer = await asyncio.wait_for(scrape_answer(port), 5)
+        assert answer.startswith(b"HTTP/1.1 503 Service Unavailable\r\n")
+        assert b"\r\nRetry-After: 1\r\n" in answer
+        assert answer.endswith(b"retry shortly\n")
+        waited = await asyncio.wait_for(reader.read(), 5)
+        assert waited.startswith(b"HTTP/1.1 503")
         writer.close()
-        idle.pop()[1].close()
-        await asyncio.sleep(0.05)
-        body = await _scrape(port)
-        assert b"HTTP/1.1 200" in body
-        assert b"metricbridge_connections_refused_total 1.0" in body
-        assert b"metricbridge_connections_max 3.0" in body
-        assert b"metricbridge_connections_open 3.0" in body  # two idle ones and this scrape
-        for _, w in idle:
-            w.close()
+        assert await busy == "200"
+        assert app[STATE].metrics.connections.refused == 2
+
+
+async def scrape_answer(port: int) -> bytes:
+    """A whole answer to one scrape on a fresh connection."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"GET /metrics HTTP/1.1\r\nHost: bridge\r\nConnection: close\r\n\r\n")
+    try:
+        return await reader.read()
+    finally:
+        writer.close()
+
+
+# The lock-out attacks, small here; the hostile campaign runs them at full strength against the
+# real process at its default cap (test_hostile_campaign.py).
+LOCKOUT_SIZES = [pytest.param(8, 10, 15, id="cap8-silent10-concurrent15")]
+
+
+@pytest.mark.parametrize(("cap", "silent", "concurrent"), LOCKOUT_SIZES)
+async def test_silent_connections_and_a_burst_of_scrapes_lock_no_scrape_out(
+    cap: int, silent: int, concurrent: int
+) -> None:
+    """More silent connections than the cap, then scrapes: every one answered 200; then
+    nearly twice the cap of concurrent scrapes (the cap and its waiting room): every one
+    answered 200 too."""
+    async with _bridge(max_connections=cap, header_timeout=4.0) as (port, app):
+        assert await scrapes_past_silent(port, silent, scrapes=5) == {"200": 5}
+        assert await concurrent_scrapes(port, concurrent) == {"200": concurrent}
+        assert app[STATE].metrics.connections.refused == 0
 
 
 async def test_an_idle_keep_alive_connection_is_closed_after_the_idle_timeout() -> None:
@@ -149,22 +272,59 @@ async def test_unparsable_requests_are_counted_by_kind_and_logged_once_at_debug(
     assert sorted(float(line.rsplit(" ", 1)[1]) for line in counts) == [20.0, 20.0, 20.0]
 
 
-def test_a_client_churning_at_the_cap_cannot_flood_the_log(caplog) -> None:
+class _FakeTransport(asyncio.Transport):
+    """Just enough transport for a ClientConnection that is admitted or refused."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.written = b""
+        self.closed = False
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        self.written += bytes(data)
+
+    def can_write_eof(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        self.closed = True
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+
+async def test_a_client_churning_at_the_cap_cannot_flood_the_log(caplog) -> None:
     """One connection in, one refused, one out, a thousand times: each turn is a new spell of
     refusals, and the log gets one warning and one info line, not two thousand of each."""
-    import logging  # noqa: PLC0415
-
+    from metricbridge.service.client_connection import ClientConnection  # noqa: PLC0415
     from metricbridge.service.connections import ConnectionLimit  # noqa: PLC0415
 
     limit = ConnectionLimit(cap=2)
+    limit.waiting_cap = 0
+
+    def connect() -> ClientConnection:
+        conn = ClientConnection(limit, asyncio.Protocol)
+        conn.connection_made(_FakeTransport())
+        conn.dispatched()
+        return conn
+
     with caplog.at_level(logging.DEBUG, logger="metricbridge.server"):
-        assert limit._admit()
+        connect()
         for _ in range(1000):
-            assert limit._admit()
-            assert not limit._admit()
-            limit._release()
+            served, refused = connect(), connect()
+            assert refused.transport is not None
+            assert refused.transport.written.startswith(b"HTTP/1.1 503")  # type: ignore[attr-defined]
+            refused.connection_lost(None)
+            served.connection_lost(None)
     assert limit.refused == 1000
+    assert limit.open == 1
     lines = [r.getMessage() for r in caplog.records if r.name == "metricbridge.server"]
     assert len(lines) == 2, lines[:4]
-    assert "refusing new ones" in lines[0]
+    assert "answering 503" in lines[0]
     assert "below the cap again" in lines[1]

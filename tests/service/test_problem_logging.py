@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import logging
 
+import pytest
+
+from helpers.paths import FIXTURES
 from helpers.service import FakeUpstream, bridge_app
-from metricbridge.model.names import QUOTED_MAX, quoted
+from metricbridge.model.names import MESSAGE_MAX, QUOTED_MAX, quoted, shortened
 
 BAD_TYPE = "x" * 100_000
 BODY = (
@@ -71,3 +74,44 @@ def test_quoted_keeps_short_text_as_repr() -> None:
     """Short text is quoted exactly as repr would; long text is cut at QUOTED_MAX."""
     assert quoted("histogramm") == "'histogramm'"
     assert quoted("y" * (QUOTED_MAX + 1)).startswith(repr("y" * QUOTED_MAX))
+
+
+MIB = "v" * (1 << 20)
+SCALED_HISTOGRAM = "sglang:kv_transfer_latency_ms"  # the shipped contract scales its le bounds
+ONE_MIB_VALUES = {
+    "sample_value": f"# TYPE hostile:bad gauge\nhostile:bad {MIB}\n",
+    "timestamp": f"# TYPE hostile:bad gauge\nhostile:bad 1 {MIB}\n",
+    "text_after_value": f"# TYPE hostile:bad gauge\nhostile:bad 1 2 {MIB}\n",
+    "type": f"# TYPE hostile:bad {MIB}\nhostile:bad 1\n",
+    "scaled_le": (
+        f"# TYPE {SCALED_HISTOGRAM} histogram\n"
+        f'{SCALED_HISTOGRAM}_bucket{{le="{MIB}"}} 1\n{SCALED_HISTOGRAM}_bucket{{le="+Inf"}} 1\n'
+        f"{SCALED_HISTOGRAM}_count 1\n{SCALED_HISTOGRAM}_sum 1\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(ONE_MIB_VALUES))
+async def test_a_one_mebibyte_invalid_value_is_logged_cut_with_its_length(
+    aiohttp_server, aiohttp_client, caplog, kind: str
+) -> None:
+    """An engine's 1 MiB invalid value, wherever it sits: each log line stays short and says
+    how long the value was; the family is still dropped and counted."""
+    body = (FIXTURES / "tp1.prom").read_bytes() + ONE_MIB_VALUES[kind].encode()
+    server = await aiohttp_server(FakeUpstream(body=body).app())
+    client = await aiohttp_client(bridge_app(str(server.make_url("/metrics"))))
+    with caplog.at_level(logging.DEBUG):
+        for path in ("/metrics", f"/metrics?name[]={SCALED_HISTOGRAM}", "/contract"):
+            assert (await client.get(path)).status == 200
+    messages = [r.getMessage() for r in caplog.records]
+    assert max(map(len, messages)) < 2 * MESSAGE_MAX
+    dropped = [m for m in messages if "dropped a family" in m]
+    assert dropped
+    assert "characters)" in dropped[0]
+
+
+def test_shortened_cuts_a_message_and_says_its_length() -> None:
+    """A message over the limit keeps its first characters and its full length."""
+    assert shortened("short") == "short"
+    cut = shortened("m" * (1 << 20))
+    assert cut == "m" * MESSAGE_MAX + "... (1,048,576 characters)"

@@ -88,6 +88,7 @@ def service_settings(args: argparse.Namespace) -> ServiceSettings:
         enable_lifecycle=args.enable_lifecycle,
         max_connections=fitted_cap(args.max_connections),
         idle_timeout=args.idle_timeout,
+        header_timeout=args.header_timeout,
         write_timeout=args.write_timeout,
         profiles=tuple(args.profiles),
     )

@@ -264,8 +264,9 @@ def add_service_options(
         action="store_const",
         const=True,
         help="let the event loop and the translation thread run on different CPUs (by default "
-        "they share the one the process starts on, which keeps answers prompt while a large "
-        "payload is translated; env METRICBRIDGE_NO_CPU_PINNING=1)",
+        "they share one of the allowed CPUs least busy at start, which keeps answers prompt "
+        "while a large payload is translated; none when all are over half busy; "
+        "env METRICBRIDGE_NO_CPU_PINNING=1)",
     )
     add(
         "--web.enable-lifecycle",
@@ -287,9 +288,22 @@ def add_service_options(
         type=positive_int,
         dest="max_connections",
         metavar="N",
-        help="most client connections open at once; more are closed on arrival and counted "
-        "(default 512, as Prometheus; lowered to fit the open-file limit; "
-        "env METRICBRIDGE_WEB_MAX_CONNECTIONS)",
+        help="most client connections served at once (default 512, as Prometheus; lowered to "
+        "fit the open-file limit). At the cap the longest idle one, else the oldest still "
+        "sending its request, is closed for a new one; when all are busy, up to as many more "
+        "wait for a slot, then get 503 (env METRICBRIDGE_WEB_MAX_CONNECTIONS)",
+    )
+    add(
+        "--web.read-header-timeout",
+        variable="METRICBRIDGE_WEB_READ_HEADER_TIMEOUT",
+        from_env=positive_seconds,
+        default=10.0,
+        type=positive_seconds,
+        dest="header_timeout",
+        metavar="SECONDS",
+        help="close a connection that has not sent a whole request head this long after it "
+        "opened, or after its request's first byte (default 10, as Go's ReadHeaderTimeout; "
+        "env METRICBRIDGE_WEB_READ_HEADER_TIMEOUT)",
     )
     add(
         "--web.idle-timeout",

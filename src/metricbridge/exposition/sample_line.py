@@ -14,7 +14,7 @@ from metricbridge.errors import LineError
 from metricbridge.exposition.caches import CodecCaches, labels_size
 from metricbridge.model.cache import ByteLRU
 from metricbridge.model.family import Format, Labels, Sample
-from metricbridge.model.names import LABEL_NAME, METRIC_NAME, legacy_name
+from metricbridge.model.names import LABEL_NAME, METRIC_NAME, legacy_name, quoted
 from metricbridge.model.numbers import parse_value
 
 _QUOTED = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
@@ -78,19 +78,19 @@ def _read_labels(line: str, pos: int, name: str | None) -> tuple[str | None, Lab
             raise LineError("unterminated label set: missing '}'")
         if line[pos] == "}":
             return name, tuple(labels), pos + 1
-        key, pos, quoted = _read_name(line, pos, label=True)
+        key, pos, was_quoted = _read_name(line, pos, label=True)
         pos = _skip_space(line, pos)
-        if quoted and name is None and not labels and pos < len(line) and line[pos] in ",}":
+        if was_quoted and name is None and not labels and pos < len(line) and line[pos] in ",}":
             name = key if METRIC_NAME.fullmatch(key) else legacy_name(key)
         else:
             if pos >= len(line) or line[pos] != "=":
-                raise LineError(f"expected '=' after label name {key!r} at column {pos + 1}")
+                raise LineError(f"expected '=' after label name {quoted(key)} at column {pos + 1}")
             pos = _skip_space(line, pos + 1)
             match = _QUOTED.match(line, pos)
             if match is None:
-                raise LineError(f"label {key!r}: value must be a double-quoted string")
+                raise LineError(f"label {quoted(key)}: value must be a double-quoted string")
             if any(key == seen for seen, _ in labels):
-                raise LineError(f"label {key!r} appears twice in the label set")
+                raise LineError(f"label {quoted(key)} appears twice in the label set")
             labels.append((key, unescape(match.group(1))))
             pos = _skip_space(line, match.end())
         if pos < len(line) and line[pos] == ",":
@@ -158,10 +158,10 @@ def _parse_general(line: str, fmt: Format) -> Sample:
     if not tokens:
         raise LineError("missing value")
     if len(tokens) > 2:
-        raise LineError(f"unexpected text after the value: {' '.join(tokens[2:])!r}")
+        raise LineError(f"unexpected text after the value: {quoted(' '.join(tokens[2:]))}")
     parsed = parse_value(tokens[0])
     if parsed is None:
-        raise LineError(f"invalid value {tokens[0]!r}")
+        raise LineError(f"invalid value {quoted(tokens[0])}")
     timestamp = _parse_timestamp(tokens[1], fmt) if len(tokens) == 2 else None
     return Sample(name, labels, parsed[0], parsed[1], timestamp, exemplar)
 
@@ -193,7 +193,7 @@ def _check_exemplar(text: str) -> None:
     if not 1 <= len(tokens) <= 2 or not all(tokens):
         raise LineError("exemplar: expected ' VALUE' or ' VALUE TIMESTAMP' after its labels")
     if parse_value(tokens[0]) is None:
-        raise LineError(f"exemplar: invalid value {tokens[0]!r}")
+        raise LineError(f"exemplar: invalid value {quoted(tokens[0])}")
     if len(tokens) == 2:
         try:
             _parse_timestamp(tokens[1], Format.OPENMETRICS)
@@ -204,14 +204,16 @@ def _check_exemplar(text: str) -> None:
 def _parse_timestamp(token: str, fmt: Format) -> float:
     if fmt is Format.TEXT:
         if not _TEXT_TIMESTAMP.fullmatch(token):
-            raise LineError(f"invalid timestamp {token!r}: text format wants integer milliseconds")
+            raise LineError(
+                f"invalid timestamp {quoted(token)}: text format wants integer milliseconds"
+            )
         try:
             return int(token) / 1000.0
         except OverflowError:
-            raise LineError(f"invalid timestamp {token!r}: out of range") from None
+            raise LineError(f"invalid timestamp {quoted(token)}: out of range") from None
     if not _OM_TIMESTAMP.fullmatch(token):
-        raise LineError(f"invalid timestamp {token!r}")
+        raise LineError(f"invalid timestamp {quoted(token)}")
     value = float(token)
     if not math.isfinite(value):  # 1e999: infinite, and no text-format timestamp can say it
-        raise LineError(f"invalid timestamp {token!r}: out of range")
+        raise LineError(f"invalid timestamp {quoted(token)}: out of range")
     return value

@@ -34,6 +34,7 @@ from metricbridge.model.family import (
     Sample,
     sample_base,
 )
+from metricbridge.model.names import quoted
 
 REASONS = frozenset(
     {
@@ -101,7 +102,7 @@ def _breaches(family: Family, fmt: Format) -> Iterator[Breach]:
         if meta.type in (MetricType.INFO, MetricType.STATESET):
             yield Breach("unit", None, f"{meta.type} families may not have a unit")
         elif not base.endswith("_" + meta.unit):
-            yield Breach("unit", None, f"unit {meta.unit!r} is not the suffix of {base!r}")
+            yield Breach("unit", None, f"unit {quoted(meta.unit)} is not the suffix of {base!r}")
     mtype, samples, start = meta.type, family.samples, len(base)
     plain = mtype in (MetricType.GAUGE, MetricType.UNKNOWN)  # only an exemplar can be wrong
     for index, sample in enumerate(samples):
@@ -169,12 +170,11 @@ def _quantile_breach(sample: Sample) -> tuple[str, str] | None:
     quantile = _label(sample.labels, "quantile")
     number = _number(quantile) if quantile is not None else None
     if number is None or math.isnan(number) or not 0 <= number <= 1:
-        shown = "no quantile label" if quantile is None else f"quantile={quantile!r}"
+        shown = "no quantile label" if quantile is None else f"quantile={quoted(quantile)}"
         return "quantile_label", f"{sample.name} has {shown}; a quantile is a number in [0, 1]"
     if sample.value < 0:
-        message = (
-            f"{sample.name}{{quantile={quantile!r}}} is {sample.raw_value}; it cannot be negative"
-        )
+        shown = quoted(str(quantile))  # a number in [0, 1], in as many digits as it came
+        message = f"{sample.name}{{quantile={shown}}} is {sample.raw_value}; it cannot be negative"
         return "negative_value", message
     return None
 
@@ -300,13 +300,15 @@ def _bucket(point: _Point, sample: Sample, index: int) -> Breach | None:
     le = _label(sample.labels, "le")
     bound = _number(le) if le is not None else None
     if le is None or bound is None or math.isnan(bound) or (bound == math.inf and le != "+Inf"):
-        shown = "no le label" if le is None else f"le={le!r}"
+        shown = "no le label" if le is None else f"le={quoted(le)}"
         return Breach("le_label", index, f"{sample.name} has {shown}; le is a number, +Inf as such")
     if point.last_le is not None and bound <= point.last_le:
-        return Breach("bucket_order", index, f"{sample.name}: le={le!r} after a bucket as large")
+        return Breach(
+            "bucket_order", index, f"{sample.name}: le={quoted(le)} after a bucket as large"
+        )
     if sample.value < point.last_value:
         return Breach(
-            "not_cumulative", index, f"{sample.name}{{le={le!r}}} is below the bucket before"
+            "not_cumulative", index, f"{sample.name}{{le={quoted(le)}}} is below the bucket before"
         )
     point.last_le, point.last_value = bound, sample.value
     point.negative_buckets |= bound < 0

@@ -29,3 +29,15 @@ def quoted(text: str) -> str:
     if len(text) <= QUOTED_MAX:
         return repr(text)
     return f"{text[:QUOTED_MAX]!r}... ({len(text):,} characters)"
+
+
+# A whole message built from untrusted parts (an engine's error, a rules file's issue), as it is
+# logged: a guard behind ``quoted``, for the parts no one quoted.
+MESSAGE_MAX = 1024
+
+
+def shortened(message: str, limit: int = MESSAGE_MAX) -> str:
+    """``message``, cut to ``limit`` characters with its full length said."""
+    if len(message) <= limit:
+        return message
+    return f"{message[:limit]}... ({len(message):,} characters)"

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from metricbridge.errors import ExpositionError, UpstreamError
 from metricbridge.exposition.reader import Exposition
 from metricbridge.model.family import Format
+from metricbridge.model.names import shortened
 from metricbridge.service.scrape import Upstream
 from metricbridge.service.selfmetrics import SelfMetrics
 from metricbridge.service.snapshot import Attempt, UpstreamResult
@@ -100,7 +101,7 @@ class Accounting:
         seen = self._problems_seen.get(key, frozenset())
         for problem, mark in zip(kept, marks, strict=True):
             level = logging.DEBUG if mark in seen else logging.WARNING
-            log.log(level, "%s: dropped a family: %s", who, problem)
+            log.log(level, "%s: dropped a family: %s", who, shortened(str(problem)))
         if len(problems) > _PROBLEMS_REMEMBERED:
             more = len(problems) - _PROBLEMS_REMEMBERED
             log.warning("%s: and %d more dropped families", who, more)
@@ -118,7 +119,7 @@ class Accounting:
             if previous:
                 log.info("upstream %s is back", upstream.label)
         elif reason == previous:
-            log.debug("upstream %s still failing: %s", upstream.label, detail)
+            log.debug("upstream %s still failing: %s", upstream.label, shortened(detail))
         elif previous:
             log.warning(
                 "upstream %s fetch failed: %s (was failing with %s)",
@@ -127,7 +128,7 @@ class Accounting:
                 previous,
             )
         else:
-            log.warning("upstream %s fetch failed: %s", upstream.label, detail)
+            log.warning("upstream %s fetch failed: %s", upstream.label, shortened(detail))
 
     def merge(self, drops: Sequence[MergeDrop]) -> None:
         """Count and log what the merge of the upstreams left out."""

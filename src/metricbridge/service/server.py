@@ -22,8 +22,10 @@ from metricbridge.config.schema import Config
 from metricbridge.errors import ConfigError, ExpositionError
 from metricbridge.exposition.writer import PIECE_SIZE, write_chunks
 from metricbridge.model.family import AnyFamily, Format
+from metricbridge.model.names import shortened
 from metricbridge.service.background import heartbeat, poll_server_info, server_info_urls
 from metricbridge.service.bridge import Bridge, ServedFetch
+from metricbridge.service.connections import waiting_room
 from metricbridge.service.gzip_framing import close_gzip, gzip_member
 from metricbridge.service.name_filter import select_samples
 from metricbridge.service.negotiation import (
@@ -35,6 +37,7 @@ from metricbridge.service.negotiation import (
 from metricbridge.service.scrape import Upstream
 from metricbridge.service.selfmetrics import SelfMetrics
 from metricbridge.service.snapshot import FetchSettings, Snapshot
+from metricbridge.service.tracebacks import release_frames
 from metricbridge.translation.compiled import CompiledRules
 from metricbridge.translation.compiler import compile_rules
 from metricbridge.translation.report import contract_report
@@ -59,9 +62,11 @@ class ServiceSettings:
     # previous one is refused (429), so a client in a loop cannot keep the rates blank.
     reload_min_interval: float = 1.0
     # Client connections (Prometheus' --web.max-connections default), keep-alive idle seconds,
-    # and how long a response may wait for a client that reads nothing before it is abandoned.
+    # how long a request head may take (Go's ReadHeaderTimeout), and how long a response may
+    # wait for a client that reads nothing before it is abandoned.
     max_connections: int = 512
     idle_timeout: float = 300.0
+    header_timeout: float = 10.0
     write_timeout: float = 30.0
     profiles: tuple[str, ...] = ()  # shipped profiles layered over the rules file (--profile)
 
@@ -197,7 +202,7 @@ async def _filtered_body(
     for problem in problems:
         # The unfiltered response serves the family's bytes as they came, so the engine's
         # problem stays visible there.
-        log.warning("name[]: family left out: %s", problem)
+        log.warning("name[]: family left out: %s", shortened(str(problem)))
     own = metrics.render(fmt, names)  # prometheus_client's RestrictedRegistry: the same rule
     eof = b"# EOF\n" if fmt is Format.OPENMETRICS else b""
     body = engine + own + eof
@@ -239,14 +244,16 @@ async def _send(
                     for offset in range(0, len(view), PIECE_SIZE):
                         await response.write(view[offset : offset + PIECE_SIZE])
             await response.write_eof()
-    except TimeoutError:
+    except TimeoutError as exc:
+        release_frames(exc)
         state.metrics.connections.write_timeouts += 1
         log.debug("scraper read nothing for %g s: response abandoned", state.settings.write_timeout)
         if request.transport is not None:
             request.transport.abort()
-    except ConnectionError:
-        # The scraper left between two writes (aiohttp cancels the handler if it leaves during
-        # one): nobody is left to answer, and it is not the bridge's error.
+    except ConnectionError as exc:
+        # The scraper left: nobody is left to answer, and it is not the bridge's error. The
+        # exception's traceback is in a cycle holding the answer's parts (service.tracebacks).
+        release_frames(exc)
         log.debug("scraper disconnected during the response")
     return response
 
@@ -282,7 +289,7 @@ async def reload_config(app: web.Application) -> list[str]:
         if issues:
             state.metrics.config_loaded(ok=False)
             for issue in issues:
-                log.error("config reload rejected, old config kept: %s", issue)
+                log.error("config reload rejected, old config kept: %s", shortened(issue))
             return issues
         state.config = config
         if state.bridge is not None:
@@ -362,10 +369,16 @@ async def handle_index(request: web.Request) -> web.Response:
 
 def make_app(settings: ServiceSettings, config: Config) -> web.Application:
     """The aiohttp application; the caller has already loaded ``config`` (fail fast at start)."""
-    app = web.Application(client_max_size=1024)  # no endpoint takes a request body
     metrics = SelfMetrics()
+    connections = metrics.connections
+    # First of the middlewares: a connection is busy from its request's first step to its
+    # answer's last byte, whatever answers it.
+    middlewares = [connections.middleware]
+    app = web.Application(client_max_size=1024, middlewares=middlewares)  # no request bodies
     metrics.config_loaded(ok=True, at=time.time())
-    metrics.connections.cap = settings.max_connections
+    connections.cap = settings.max_connections
+    connections.waiting_cap = waiting_room(settings.max_connections)
+    connections.header_timeout = settings.header_timeout
     metrics.upstream_max_bytes.set(settings.fetch.max_bytes)
     metrics.upstream_timeout.set(settings.fetch.timeout_cap)
     app[STATE] = ServiceState(settings, config, metrics, asyncio.Lock())

@@ -17,20 +17,28 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import logging
 import os
 import queue
+import socket
 import threading
+import time
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+log = logging.getLogger("metricbridge.worker")
 
 # sys.setswitchinterval for a process whose event loop shares the GIL with this worker (cli.serve).
 SWITCH_INTERVAL = 0.001
-# In /proc/thread-self/stat, after the ")" that ends the command name: the CPU the thread last
-# ran on (field 39 of proc(5), counted from field 3).
-_PROCESSOR_FIELD = 39 - 3
+# How long CPU load is sampled before choosing a core (it delays the start by as much), and how
+# much busier than the least busy one a core may be and still count as quiet: /proc/stat counts
+# in ticks of 10 ms, so 0.2 s gives each core 20, and 0.25 is 5 of them.
+_SAMPLE_SECONDS = 0.2
+_QUIET_MARGIN = 0.25
+_BUSY_EVERYWHERE = 0.5
 _Job = tuple[concurrent.futures.Future[Any], Callable[[], Any]]
 
 
@@ -106,8 +114,8 @@ class Worker:
                 future.set_result(result)
 
 
-def share_one_cpu() -> int | None:
-    """Keep the calling thread, and every thread it starts from now on, on the CPU it is on.
+def share_one_cpu(sample_seconds: float = _SAMPLE_SECONDS) -> int | None:
+    """Keep the calling thread, and every thread it starts from now on, on one quiet CPU.
 
     The event loop and the worker take turns at the GIL. On two idle cores they convoy: the
     loop's thread, back from each socket call, finds the worker holding the GIL and waits a
@@ -118,9 +126,12 @@ def share_one_cpu() -> int | None:
     the deadline answers on time. Translation is one Python thread either way; sharing a core
     costs only what runs beside it with the GIL released (gzip, RE2's matching).
 
-    The CPU the thread is on now, where the kernel's balancing put it, and not a fixed one:
-    sidecars that all start as PID 1 would otherwise pile onto the same core. Returns the CPU,
-    or None when there is nothing to choose (one CPU allowed) or no way to (not Linux).
+    Which core: one of the allowed CPUs that were least busy over ``sample_seconds``
+    (``/proc/stat``), so a core another process keeps busy is avoided, and among those the one a
+    key of this process picks (its host name and PID), so sidecars started together spread
+    instead of all taking the core their parent ran on (four started at once had all taken
+    CPU 0). Returns the CPU, or None when there is nothing to choose (one CPU allowed), no way
+    to (not Linux), or no quiet core (every allowed one was more than half busy).
     """
     try:
         allowed = os.sched_getaffinity(0)
@@ -128,9 +139,13 @@ def share_one_cpu() -> int | None:
         return None
     if len(allowed) < 2:
         return None
-    cpu = _current_cpu()
-    if cpu is None or cpu not in allowed:
-        cpu = min(allowed)
+    before = _cpu_ticks()
+    time.sleep(sample_seconds)
+    busy = _busy_shares(before, _cpu_ticks())
+    cpu = choose_cpu(sorted(allowed), busy, _spread_key())
+    if cpu is None:
+        log.debug("every allowed CPU was more than half busy: the threads are left unpinned")
+        return None
     try:
         os.sched_setaffinity(0, {cpu})
     except OSError:  # a cpuset changed under us, or a seccomp profile forbids it
@@ -138,8 +153,46 @@ def share_one_cpu() -> int | None:
     return cpu
 
 
-def _current_cpu() -> int | None:
-    with contextlib.suppress(OSError, IndexError, ValueError):
-        stat = Path("/proc/thread-self/stat").read_text(encoding="ascii")
-        return int(stat.rpartition(")")[2].split()[_PROCESSOR_FIELD])
-    return None
+def choose_cpu(allowed: list[int], busy: dict[int, float], key: int) -> int | None:
+    """Among ``allowed``, those within ``_QUIET_MARGIN`` of the least busy; ``key`` picks one.
+
+    ``busy`` is each CPU's busy share over the sample (0 to 1); a CPU it lacks counts as idle.
+    None when even the least busy was busier than ``_BUSY_EVERYWHERE``: pinned to a core that
+    another process keeps busy, both threads wait for it, where the kernel would move them.
+    """
+    shares = {cpu: busy.get(cpu, 0.0) for cpu in allowed}
+    least = min(shares.values())
+    if least > _BUSY_EVERYWHERE:
+        return None
+    quiet = [cpu for cpu in allowed if shares[cpu] <= least + _QUIET_MARGIN]
+    return quiet[key % len(quiet)]
+
+
+def _spread_key() -> int:
+    # Sidecars in containers are all PID 1: the host name (the pod's name) tells them apart;
+    # processes on one host have PIDs in sequence, which the sum spreads one by one.
+    return zlib.crc32(socket.gethostname().encode()) + os.getpid()
+
+
+def _cpu_ticks() -> dict[int, tuple[int, int]]:
+    """Each CPU's (busy, total) ticks since boot, from ``/proc/stat``; empty if unreadable."""
+    ticks: dict[int, tuple[int, int]] = {}
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/stat").read_text(encoding="ascii").splitlines():
+            name, _, rest = line.partition(" ")
+            if not name.startswith("cpu") or name == "cpu":
+                continue
+            fields = [int(field) for field in rest.split()]
+            idle = sum(fields[3:5])  # idle and iowait
+            ticks[int(name[3:])] = (sum(fields[:8]) - idle, sum(fields[:8]))
+    return ticks
+
+
+def _busy_shares(
+    before: dict[int, tuple[int, int]], after: dict[int, tuple[int, int]]
+) -> dict[int, float]:
+    shares = {}
+    for cpu, (busy, total) in after.items():
+        if cpu in before and total > before[cpu][1]:
+            shares[cpu] = (busy - before[cpu][0]) / (total - before[cpu][1])
+    return shares

@@ -20,7 +20,7 @@ from metricbridge.model.family import (
     sample_base,
     series_key,
 )
-from metricbridge.model.names import LABEL_NAME
+from metricbridge.model.names import LABEL_NAME, quoted
 from metricbridge.model.numbers import format_value, parse_value
 from metricbridge.translation.compiled import CompiledRelabel, Select
 from metricbridge.translation.relabel_cache import Miss, Outcome, RelabelCache, Relabelled
@@ -128,7 +128,7 @@ def scale(family: Family, factor: float) -> Family:
 def _bound(value: str) -> float:
     parsed = parse_value(value)
     if parsed is None:
-        raise ScaleError(f"bucket bound le={value!r} is not a number")
+        raise ScaleError(f"bucket bound le={quoted(value)} is not a number")
     return parsed[0]
 
 
