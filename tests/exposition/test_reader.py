@@ -34,12 +34,6 @@ FATAL = [
         id="crlf",
     ),
     pytest.param(
-        GOOD_HEAD + b'g{a="b"} 1\ng{a="c',
-        Format.TEXT,
-        "line 4: last line has no terminating newline (truncated body?)",
-        id="truncated_inside_label_value",
-    ),
-    pytest.param(
         b"# TYPE g gauge\ng 1\n",
         Format.OPENMETRICS,
         "OpenMetrics exposition has no '# EOF' line (truncated body?)",

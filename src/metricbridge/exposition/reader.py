@@ -334,8 +334,10 @@ def read_exposition(
         if b"\n# EOF" not in payload and not payload.startswith(b"# EOF"):
             raise ExpositionError("OpenMetrics exposition has no '# EOF' line (truncated body?)")
     elif not payload.endswith(b"\n"):
-        line = payload.count(b"\n") + 1
-        raise ExpositionError("last line has no terminating newline (truncated body?)", line=line)
+        # Prometheus' text parser appends the newline itself (``NewPromParser``), so a last
+        # line without one is read as if it had it. A body cut short is the transport's to
+        # catch (Content-Length, chunked framing: ``service.scrape``), not the last byte's.
+        payload += b"\n"
     reader = _Reader(payload, fmt, verify, caches=caches)
     exposition = reader.run()
     if not exposition.families and exposition.problems and not exposition.headers_seen:
