@@ -146,3 +146,157 @@ def test_openmetrics_still_needs_its_eof_line() -> None:
     # openmetricsparse_test.go TestOMParseErrors: "data does not end with # EOF".
     with pytest.raises(Exception, match="no '# EOF' line"):
         read_exposition(b"# TYPE g gauge\ng 1", Format.OPENMETRICS)
+
+
+# --- a family whose lines are not contiguous ------------------------------------------------
+# promparse_test.go TestPromParse: go_gc_duration_seconds (its TYPE line is a comment there,
+# `# \tTYPE`) appears again after wind_speed, comments and a HELP line of another family, and
+# every one of its samples is read.
+PROMPARSE_REPEATED_FAMILY = (
+    b"# HELP go_gc_duration_seconds A summary of the GC invocation durations.\n"
+    b"# \tTYPE go_gc_duration_seconds summary\n"
+    b'go_gc_duration_seconds{quantile="0"} 4.9351e-05\n'
+    b'go_gc_duration_seconds{quantile="0.25",} 7.424100000000001e-05\n'
+    b'go_gc_duration_seconds{quantile="0.5",a="b"} 8.3835e-05\n'
+    b"# Hrandom comment starting with prefix of HELP\n"
+    b"#\n"
+    b'wind_speed{A="2",c="3"} 12345\n'
+    b"# comment with escaped \\n newline\n"
+    b"# HELP nohelp1\n"
+    b'go_gc_duration_seconds{ quantile="1.0", a="b" } 8.3835e-05\n'
+    b"go_gc_duration_seconds_count 99\n"
+    b'some:aggregate:rate5m{a_b="c"}\t1\n'
+)
+
+
+def test_promparse_family_appearing_again_is_served_whole_as_one_block() -> None:
+    """Every sample of the repeated family is served, in one block, where it first was."""
+    for exposition in reads(PROMPARSE_REPEATED_FAMILY, Format.TEXT):
+        assert exposition.problems == []
+        names = [family.name for family in exposition.families]
+        assert names == [
+            "go_gc_duration_seconds",
+            "wind_speed",
+            "nohelp1",
+            "go_gc_duration_seconds_count",
+            "some:aggregate:rate5m",
+        ]
+        block = (
+            b"# HELP go_gc_duration_seconds A summary of the GC invocation durations.\n"
+            b"# TYPE go_gc_duration_seconds unknown\n"
+            b'go_gc_duration_seconds{quantile="0"} 4.9351e-05\n'
+            b'go_gc_duration_seconds{quantile="0.25"} 7.424100000000001e-05\n'
+            b'go_gc_duration_seconds{quantile="0.5",a="b"} 8.3835e-05\n'
+            b'go_gc_duration_seconds{quantile="1.0",a="b"} 8.3835e-05\n'
+            b"# TYPE wind_speed unknown\n"
+        )
+        assert block in served(exposition, Format.OPENMETRICS)
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        pytest.param(
+            b'# HELP h h\n# TYPE h histogram\nh_bucket{le="1"} 1\nh_bucket{le="2"} 1\n'
+            b'# HELP g g\n# TYPE g gauge\ng{x="1"} 1\nh_bucket{le="+Inf"} 2\nh_sum 3\nh_count 2\n',
+            id="histogram_continued_by_its_samples",
+        ),
+        pytest.param(
+            b'# HELP h h\n# TYPE h histogram\nh_bucket{le="1"} 1\nh_bucket{le="2"} 1\n'
+            b'# HELP g g\n# TYPE g gauge\ng{x="1"} 1\n# HELP h h\n# TYPE h histogram\n'
+            b'h_bucket{le="+Inf"} 2\nh_sum 3\nh_count 2\n',
+            id="histogram_continued_under_its_header_again",
+        ),
+    ],
+)
+def test_a_histogram_in_two_parts_is_one_valid_histogram(payload: bytes) -> None:
+    """A histogram whose buckets are split by another family is served as one histogram."""
+    histogram = (
+        b'# HELP h h\n# TYPE h histogram\nh_bucket{le="1"} 1\nh_bucket{le="2"} 1\n'
+        b'h_bucket{le="+Inf"} 2\nh_sum 3\nh_count 2\n'
+    )
+    for exposition in reads(payload, Format.TEXT):
+        assert exposition.problems == []
+        assert histogram in served(exposition, Format.OPENMETRICS)
+        assert sorted(family.name for family in exposition.families) == ["g", "h"]
+
+
+def test_a_series_split_across_the_parts_is_served_together() -> None:
+    """A series in both parts (distinct timestamps) is regrouped, as OpenMetrics wants it."""
+    payload = (
+        b'# TYPE a gauge\na{x="1"} 1 1000\n# TYPE b gauge\nb 1\n'
+        b'# TYPE a gauge\na{x="2"} 1 1000\na{x="1"} 2 2000\n# EOF\n'
+    )
+    for exposition in reads(payload, Format.OPENMETRICS):
+        assert exposition.problems == []
+        assert (
+            b'# TYPE a gauge\na{x="1"} 1 1000.0\na{x="1"} 2 2000.0\na{x="2"} 1 1000.0\n'
+            b"# TYPE b gauge\n" in served(exposition, Format.OPENMETRICS)
+        )
+
+
+def test_a_family_appearing_again_with_another_type_keeps_its_first_part() -> None:
+    """One family has one type: lines under another TYPE are dropped, located and reported."""
+    payload = b"# TYPE a gauge\na 1\n# TYPE b gauge\nb 1\n# TYPE a counter\na 2\n"
+    for exposition in reads(payload, Format.TEXT):
+        assert served(exposition, Format.TEXT) == b"# TYPE a gauge\na 1\n# TYPE b gauge\nb 1\n"
+        assert [str(problem) for problem in exposition.problems] == [
+            (
+                "line 5, family a: family appears again with another type (first at line 1); "
+                "this occurrence is dropped"
+            )
+        ]
+
+
+def test_a_family_refused_at_its_first_lines_stays_refused() -> None:
+    """Lines of a family refused earlier are not served alone; both refusals are reported."""
+    payload = b"a 1\na{x=1} 2\nb 1\na 3\n"
+    for exposition in reads(payload, Format.TEXT):
+        assert [family.name for family in exposition.families] == ["b"]
+        assert [(problem.line, problem.family) for problem in exposition.problems] == [
+            (2, "a"),
+            (4, "a"),
+        ]
+
+
+# --- line numbers ----------------------------------------------------------------------------
+# The issue's two symptoms: without TYPE lines every problem said "line 1"; a repeat under its
+# family's header said the line of the header before it.
+@pytest.mark.parametrize(
+    ("payload", "expected"),
+    [
+        pytest.param(
+            b"a 1\nb 1\na 2\n",
+            ["line 3, family a: series a repeats the one at line 1; the repeat is dropped"],
+            id="no_type_lines",
+        ),
+        pytest.param(
+            b'g 1\nh 1\nh_bucket{le="1"} 1\nh 2\ng 3\n',
+            [
+                "line 4, family h: series h repeats the one at line 2; the repeat is dropped",
+                "line 5, family g: series g repeats the one at line 1; the repeat is dropped",
+            ],
+            id="no_type_lines_two_repeats",
+        ),
+        pytest.param(
+            b'# HELP a h\n# TYPE a gauge\na{x="1"} 1\na{x="2"} 1\n'
+            b'# HELP b h\n# TYPE b gauge\nb{x="1"} 1\na{x="1"} 1\n',
+            [
+                (
+                    'line 8, family a: series a{x="1"} repeats the one at line 3; the repeat '
+                    "is dropped"
+                )
+            ],
+            id="repeat_after_another_family",
+        ),
+        pytest.param(
+            b"a 1\nb 1\nc 1\nb -1 1\nb{x=\n",
+            ["line 5, family b: label 'x': value must be a double-quoted string"],
+            id="bad_line_without_type_lines",
+        ),
+    ],
+)
+def test_problems_name_the_line_they_are_on(payload: bytes, expected: list[str]) -> None:
+    """Each problem names the line it is on, whatever the headers and repeats."""
+    for exposition in reads(payload, Format.TEXT):
+        assert [str(problem) for problem in exposition.problems] == expected
