@@ -8,6 +8,8 @@ takes the fast path (cached header pairs and proven heads) wherever it can.
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from metricbridge.errors import ExpositionError
@@ -300,3 +302,43 @@ def test_problems_name_the_line_they_are_on(payload: bytes, expected: list[str])
     """Each problem names the line it is on, whatever the headers and repeats."""
     for exposition in reads(payload, Format.TEXT):
         assert [str(problem) for problem in exposition.problems] == expected
+
+
+def test_a_broken_line_is_blamed_on_the_family_its_name_starts() -> None:
+    """Without TYPE lines, a broken line of a new family leaves the family before it served."""
+    # promparse_test.go TestPromParseErrors: `something_weird{problem="`, here after two families.
+    payload = b'a 1\nb 2\nsomething_weird{problem="\n'
+    for exposition in reads(payload, Format.TEXT):
+        assert [family.name for family in exposition.families] == ["a", "b"]
+        assert [(problem.line, problem.family) for problem in exposition.problems] == [
+            (3, "something_weird")
+        ]
+
+
+def _alternating(pairs: int) -> bytes:
+    """Two families whose lines alternate: each line reopens its family."""
+    return b"".join(b'a{x="%d"} 1\nb{x="%d"} 1\n' % (i, i) for i in range(pairs))
+
+
+def _read_seconds(payload: bytes) -> float:
+    """The fastest of three reads of the payload, in seconds."""
+    times = []
+    for _ in range(3):
+        start = time.perf_counter()
+        read_exposition(payload, Format.TEXT)
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def test_alternating_families_read_in_linear_time() -> None:
+    """A hostile payload whose families alternate line by line costs its size, not its square.
+
+    Each reappearance parks the family, which is judged once at the end of the pass: judging
+    it at each one made 4,000 lines take a minute. Four times the lines must take well under
+    the sixteen times a quadratic read would.
+    """
+    small, large = _alternating(1000), _alternating(4000)
+    exposition = read_exposition(large, Format.TEXT)
+    assert exposition.problems == []
+    assert [len(family.samples) for family in exposition.families] == [4000, 4000]
+    assert _read_seconds(large) < 10 * _read_seconds(small)

@@ -3,11 +3,11 @@
 ``GeneralReader`` holds the state of one pass over one payload and everything that does not
 rest on the fast path's invariant: every header and free comment, every block the fast path
 does not vouch for (each line parsed by ``sample_line``), and closing each family once its
-lines are in, which refuses a family whose names clash with an earlier one's, drops repeated
-series and orphaned creation times, and reports each. A family whose lines appear again
-after another family's is reopened: its closing undone, read on as one family (``_reopen``).
-``exposition.reader`` drives the pass and adds the fast path; its docstring says when a block
-may skip this module.
+lines are in (``family_close``: a family whose names clash with an earlier one's refused,
+repeated series and orphaned creation times dropped, each reported). A family whose lines
+appear again after another family's is reopened: its closing undone, read on as one family
+(``_reopen``). ``exposition.reader`` drives the pass and adds the fast path; its docstring
+says when a block may skip this module.
 """
 
 from __future__ import annotations
@@ -17,23 +17,12 @@ import re
 
 from metricbridge.errors import ExpositionError, LineError
 from metricbridge.exposition.caches import CodecCaches
-from metricbridge.exposition.created_series import created_orphans
+from metricbridge.exposition.family_close import Closing
 from metricbridge.exposition.family_parse import parse_lines, unescape_help
 from metricbridge.exposition.family_state import Builder, Closed, Exposition
 from metricbridge.exposition.sample_line import parse_sample, unescape
-from metricbridge.exposition.semantics import checked
-from metricbridge.exposition.writer import label_set
-from metricbridge.model.family import (
-    AnyFamily,
-    Family,
-    FamilyMeta,
-    Format,
-    Labels,
-    RawFamily,
-    Sample,
-    Verify,
-)
-from metricbridge.model.family_names import TEXT_TYPES, allowed_suffixes, belongs, wire_names
+from metricbridge.model.family import AnyFamily, Format, Sample, Verify
+from metricbridge.model.family_names import TEXT_TYPES, belongs
 from metricbridge.model.names import METRIC_NAME, legacy_name, quoted
 
 __all__ = ["Builder", "Closed", "Exposition", "GeneralReader"]
@@ -41,7 +30,7 @@ __all__ = ["Builder", "Closed", "Exposition", "GeneralReader"]
 _HEADER = re.compile(r'# (HELP|TYPE|UNIT) ("(?:[^"\\]|\\.)*"|\S+)(?: (.*))?')
 
 
-class GeneralReader:
+class GeneralReader(Closing):
     """One pass over one payload: its state, and the exact path (see the module docstring)."""
 
     def __init__(
@@ -59,6 +48,7 @@ class GeneralReader:
         self.owner: dict[str, str] = {}  # each of those names -> the declared name that took it
         self.closed: dict[str, Closed] = {}  # by declared name, to reopen it (``_reopen``)
         self.slots: dict[str, AnyFamily] = {}  # a reopened family's first form, where it goes
+        self.parked: dict[str, Builder] = {}  # reopened families, closed at the pass's end
         self.line = 1
 
     def _comment(self, raw: bytes) -> bool:  # noqa: PLR0911 - each return is a kind of line
@@ -176,6 +166,10 @@ class GeneralReader:
         block's proof says nothing of series repeated across blocks, and ``_unique`` does. A
         family refused at its first lines stays refused, these lines with it.
         """
+        parked = self.parked.pop(declared, None)
+        if parked is not None:  # reopened before: nothing was closed since
+            self.current = parked
+            return parked
         closed = self.closed.pop(declared)
         builder = closed.reopened()
         if builder.problem is not None:
@@ -189,8 +183,8 @@ class GeneralReader:
             return self.current
         undone = {id(problem) for problem in closed.problems}
         self.result.problems[:] = [p for p in self.result.problems if id(p) not in undone]
-        for name in closed.claimed:
-            del self.canonical[name], self.owner[name]
+        for name in closed.claimed:  # its owner stays known, for its samples to find it
+            del self.canonical[name]
         if closed.family is not None:
             self.slots[declared] = closed.family
             self._forget(closed.family)
@@ -217,10 +211,11 @@ class GeneralReader:
         try:
             sample = parse_sample(line, self.fmt, caches=self.caches)
         except LineError as exc:
-            if self.current is None:
+            builder = self._owner_of_bad_line(line, line_no)
+            if builder is None:
                 self.result.problems.append(ExpositionError(str(exc), line=line_no))
             else:
-                self._fail(self.current, str(exc), line_no)
+                self._fail(builder, str(exc), line_no)
             return
         builder = self.current
         verdict = None
@@ -253,6 +248,24 @@ class GeneralReader:
             self._to_samples(builder).append(sample)
             builder.sample_lines.append(line_no)
             builder.has_samples = True
+
+    def _owner_of_bad_line(self, line: str, line_no: int) -> Builder | None:
+        """The family a line the grammar refuses is blamed on: the one its name starts.
+
+        The current family only if the line's leading name may be one of its samples, so
+        that a broken line of a new family (text without TYPE lines) does not take the
+        family before it down with it.
+        """
+        builder = self.current
+        match = METRIC_NAME.match(line)
+        if match is None or (builder is not None and match.group() == builder.declared):
+            return builder
+        name = match.group()
+        if builder is not None:
+            mtype = builder.type if builder.typed else None
+            if belongs(name, builder.declared, mtype, self.fmt, may_restore=True) is not None:
+                return builder
+        return self._builder_for(self.owner.get(name, name), line_no)
 
     def _start_family(self, name: str, line_no: int) -> tuple[Builder | None, tuple[str, bool]]:
         """The builder a sample of no current family starts, and how the sample is named in it.
@@ -312,110 +325,26 @@ class GeneralReader:
         builder, self.current = self.current, None
         if builder is None:
             return
+        if builder.reopened and builder.problem is None:
+            # Closed once, at the end of the pass (``close_parked``): closing it at each of its
+            # reappearances would judge its samples again each time, quadratic in its lines.
+            self.parked[builder.declared] = builder
+            return
+        self._close_builder(builder)
+
+    def close_parked(self) -> None:
+        """Close the reopened families, the pass over: each is judged once, all its lines in."""
+        parked, self.parked = self.parked, {}
+        for builder in parked.values():
+            self._close_builder(builder)
+
+    def _close_builder(self, builder: Builder) -> None:
         declared = builder.declared
         self.finished.setdefault(declared, builder.first_line)
         before = len(self.result.problems)
         family, claimed = self._close(builder)
-        self._place(declared, family)
+        self._place(declared, family, reopened=builder.reopened)
         # A refused repeat never hides the record of the family it repeats.
         if builder.problem is None or declared not in self.closed:
             problems = self.result.problems[before:]
             self.closed[declared] = Closed(family, problems, claimed, builder)
-
-    def _close(self, builder: Builder) -> tuple[AnyFamily | None, frozenset[str]]:
-        """The family a builder makes, or None when it is refused; and the names it took."""
-        if builder.problem is not None:
-            if builder.problem not in self.result.problems:
-                self.result.problems.append(builder.problem)
-            return None, frozenset()
-        known = builder.known
-        if known is not None and known.meta.unit == builder.unit:
-            meta, occupied = known.meta, known.occupied
-        else:
-            _, canonical, _ = allowed_suffixes(builder.declared, builder.type, self.fmt)
-            meta = FamilyMeta(canonical, builder.type, builder.help, builder.unit)
-            occupied = wire_names(meta.name, meta.type, self.fmt)
-        if not self._admit(builder.declared, builder.first_line, occupied):
-            return None, frozenset()
-        if builder.samples is None:
-            pieces = builder.pieces
-            if len(pieces) == 1:
-                body, first, count = pieces[0]
-            else:
-                body = b"".join(block for block, _, _ in pieces)
-                first = pieces[0][1] if pieces else builder.first_line
-                count = sum(piece[2] for piece in pieces)
-            return RawFamily(meta, body, self.fmt, first, count), occupied
-        return self._close_parsed(builder, meta), occupied
-
-    def _place(self, declared: str, family: AnyFamily | None) -> None:
-        """Put a closed family in the result: where its first form was, if it was reopened."""
-        families = self.result.families
-        first = self.slots.pop(declared, None)
-        if first is None:
-            if family is not None:
-                families.append(family)
-            return
-        index = next(i for i, served in enumerate(families) if served is first)
-        if family is None:
-            del families[index]
-        else:
-            families[index] = family
-
-    def _close_parsed(self, builder: Builder, meta: FamilyMeta) -> Family | None:
-        """Repeats and orphaned creation times out, then held to its type's rules (semantics)."""
-        samples, lines = self._unique(builder)
-        orphans = created_orphans(meta.type, tuple(samples))
-        if orphans:
-            message = f"{len(orphans)} creation time(s) of no series of {meta.name}; left out"
-            self.result.problems.append(ExpositionError(message, family=builder.declared))
-            kept = [i for i, s in enumerate(samples) if s not in orphans]
-            samples, lines = [samples[i] for i in kept], [lines[i] for i in kept]
-        regroup = builder.reopened  # its parts may each hold samples of one series
-        family, problem = checked(meta, samples, lines, self.fmt, builder.declared, regroup=regroup)
-        if problem is not None:
-            self.result.problems.append(problem)
-        return family
-
-    def _admit(self, declared: str, first_line: int, occupied: frozenset[str]) -> bool:
-        """Claim a family's names; a clash with an earlier family drops this one, reported."""
-        canonical = self.canonical
-        clashes = canonical.keys() & occupied
-        if clashes:
-            # e.g. OpenMetrics counter `a` (samples a_total) beside an untyped family `a_total`
-            first = min(canonical[name] for name in clashes)
-            self.result.problems.append(
-                ExpositionError(
-                    f"{' and '.join(sorted(clashes))} already taken by the family at line "
-                    f"{first} (a family's name and sample names must be its own); this one is "
-                    "dropped",
-                    line=first_line,
-                    family=declared,
-                )
-            )
-            return False
-        for name in occupied:
-            canonical[name] = first_line
-            self.owner[name] = declared
-        return True
-
-    def _unique(self, builder: Builder) -> tuple[list[Sample], list[int]]:
-        """A parsed family's samples and their lines, repeats dropped (the first wins), reported."""
-        samples = builder.samples or []
-        # A series may repeat with distinct timestamps (OpenMetrics: a Metric's MetricPoints);
-        # whether those go forward is the semantic check's (``semantics``).
-        first_seen: dict[tuple[str, Labels, float | None], int] = {}
-        out: list[Sample] = []
-        out_lines: list[int] = []
-        for sample, line in zip(samples, builder.sample_lines, strict=True):
-            key = (sample.name, tuple(sorted(sample.labels)), sample.timestamp)
-            first = first_seen.setdefault(key, line)
-            if first != line:
-                series = sample.name + (label_set(sample.labels) if sample.labels else "")
-                message = f"series {series} repeats the one at line {first}; the repeat is dropped"
-                problem = ExpositionError(message, line=line, family=builder.declared)
-                self.result.problems.append(problem)
-                continue
-            out.append(sample)
-            out_lines.append(line)
-        return out, out_lines

@@ -160,6 +160,7 @@ class _Reader(GeneralReader):
                 self.line += self._block(pos, end)
                 pos = end
         self._finish()
+        self.close_parked()
         if self.values and not values_proven(chain.from_iterable(self.values), self.caches):
             bad = frozenset(
                 start
