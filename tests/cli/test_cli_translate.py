@@ -63,9 +63,9 @@ def test_malformed_input_exits_2_naming_the_line_and_writes_nothing(
     [
         (b"", "empty exposition (0 bytes)"),
         (b"# TYPE g gauge\r\ng 1\r\n", "line 1: CRLF line ending"),
-        (b"# TYPE g gauge\ng 1", "line 2: last line has no terminating newline"),
+        (b"<html>Bad Gateway</html>", "nothing in the body is an exposition"),
     ],
-    ids=["zero_bytes", "crlf", "truncated"],
+    ids=["zero_bytes", "crlf", "html"],
 )
 def test_unusable_input_exits_2_with_the_reason(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], payload: bytes, message: str

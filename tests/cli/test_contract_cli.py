@@ -159,12 +159,12 @@ def test_unreachable_upstream_exit_2(capsys):
 
 
 def test_unusable_snapshot_exit_2(capsys, tmp_path: Path):
-    """A truncated snapshot (no final newline) is unusable: exit 2 with the line."""
-    bad = write(tmp_path / "bad.prom", "# TYPE x gauge\nx 1")
+    """A snapshot with CRLF line endings is unusable: exit 2 with the line."""
+    bad = write(tmp_path / "bad.prom", "# TYPE x gauge\r\nx 1\r\n")
     run = run_cli(capsys, "contract", "--snapshot", bad)
     assert run.code == 2, run.out
-    assert (
-        run.err == f"error: {bad}: line 2: last line has no terminating newline (truncated body?)\n"
+    assert run.err == (
+        f"error: {bad}: line 1: CRLF line ending; exposition lines end with \\n only\n"
     )
 
 

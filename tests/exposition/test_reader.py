@@ -34,12 +34,6 @@ FATAL = [
         id="crlf",
     ),
     pytest.param(
-        GOOD_HEAD + b'g{a="b"} 1\ng{a="c',
-        Format.TEXT,
-        "line 4: last line has no terminating newline (truncated body?)",
-        id="truncated_inside_label_value",
-    ),
-    pytest.param(
         b"# TYPE g gauge\ng 1\n",
         Format.OPENMETRICS,
         "OpenMetrics exposition has no '# EOF' line (truncated body?)",
@@ -141,13 +135,14 @@ def _shift(message: str, lines: int) -> str:
     return f"line {number + lines},{rest}"
 
 
-def test_repeated_family_keeps_the_first_occurrence() -> None:
-    """A family whose lines are not contiguous is reported; its later lines are dropped."""
-    payload = b"# TYPE a gauge\na 1\n# TYPE b gauge\nb 1\n# TYPE a gauge\na 2\n"
+def test_repeated_family_is_read_as_one() -> None:
+    """A family whose lines are not contiguous is one family, served where it first was."""
+    payload = b'# TYPE a gauge\na 1\n# TYPE b gauge\nb 1\n# TYPE a gauge\na{x="1"} 2\n'
     exposition = read_exposition(payload, Format.TEXT)
     assert [f.name for f in exposition.families] == ["a", "b"]
-    assert str(exposition.problems[0]).startswith(
-        "line 5, family a: family appears again (first at line 1)"
+    assert exposition.problems == []
+    assert write_exposition(exposition.families[:1], Format.TEXT) == (
+        b'# TYPE a gauge\na 1\na{x="1"} 2\n'
     )
 
 

@@ -48,8 +48,56 @@ def test_a_timestamp_out_of_range_drops_its_family_with_the_line(
     assert exposition.families == []
 
 
-def test_a_large_finite_timestamp_is_still_written_in_both_formats() -> None:
-    payload = b'# TYPE a gauge\na{b="1"} 1 1e300\n# EOF\n'
+# Prometheus keeps timestamps as int64 milliseconds. Its text parser reads them with
+# strconv.ParseInt(s, 10, 64) (model/textparse/promparse.go parseMetricSuffix), so a 20-digit
+# timestamp fails the whole scrape; its OpenMetrics parser converts int64(ts * 1000), which wraps
+# past the bounds. Either way such a timestamp is refused, and the largest that fits is kept.
+@pytest.mark.parametrize(
+    ("payload", "fmt", "timestamp"),
+    [
+        pytest.param(
+            b'# TYPE a gauge\na{b="1"} 1 100000000000000000000\n',
+            Format.TEXT,
+            "100000000000000000000",
+            id="text_20_digits",
+        ),
+        pytest.param(
+            b'# TYPE a gauge\na{b="1"} 1 -9223372036854775809\n',
+            Format.TEXT,
+            "-9223372036854775809",
+            id="text_below_int64",
+        ),
+        pytest.param(
+            b'# TYPE a gauge\na{b="1"} 1 1e300\n# EOF\n',
+            Format.OPENMETRICS,
+            "1e300",
+            id="om_1e300",
+        ),
+        pytest.param(
+            b'# TYPE a gauge\na{b="1"} 1 1e17\n# EOF\n',
+            Format.OPENMETRICS,
+            "1e17",
+            id="om_1e17_seconds",
+        ),
+    ],
+)
+@pytest.mark.parametrize("verify", list(Verify))
+def test_a_timestamp_past_int64_milliseconds_is_refused(
+    payload: bytes, fmt: Format, timestamp: str, verify: Verify
+) -> None:
+    """A timestamp Prometheus cannot keep as int64 milliseconds is refused, never re-served."""
+    exposition = read_exposition(payload, fmt, verify)
+    assert [str(problem) for problem in exposition.problems] == [
+        f"line 2, family a: invalid timestamp {timestamp!r}: out of range"
+    ]
+    assert exposition.families == []
+
+
+def test_a_timestamp_inside_int64_milliseconds_is_written_in_both_formats() -> None:
+    """The largest timestamps that fit are kept and written as a number in both formats."""
+    payload = b'# TYPE a gauge\na{b="1"} 1 9e15\n# EOF\n'
     (family,) = read_exposition(payload, Format.OPENMETRICS).families
-    for fmt in Format:
-        assert b'a{b="1"} 1 1' in write_exposition([family], fmt)
+    assert b'a{b="1"} 1 9000000000000000000\n' in write_exposition([family], Format.TEXT)
+    text = b'# TYPE a gauge\na{b="1"} 1 -9000000000000000000\n'
+    (family,) = read_exposition(text, Format.TEXT).families
+    assert b'a{b="1"} 1 -9000000000000000000\n' in write_exposition([family], Format.TEXT)

@@ -30,6 +30,17 @@ async def _truncated(request: web.Request) -> web.StreamResponse:
     return response
 
 
+async def _cut_mid_line(request: web.Request) -> web.StreamResponse:
+    """A body cut inside its last line: the framing, not the missing newline, says so."""
+    response = web.StreamResponse(
+        headers={"Content-Type": "text/plain; version=0.0.4", "Content-Length": "5000"}
+    )
+    await response.prepare(request)
+    await response.write(b'# TYPE g gauge\ng{a="b"} 1\ng{a="c')
+    request.transport.close()  # type: ignore[union-attr]
+    return response
+
+
 async def _trickle(request: web.Request) -> web.StreamResponse:
     response = web.StreamResponse(headers={"Content-Type": "text/plain; version=0.0.4"})
     await response.prepare(request)
@@ -48,10 +59,10 @@ FAILURES = [
         id="html_error_page",
     ),
     pytest.param({"body": b"# TYPE g gauge\r\ng 1\r\n"}, "malformed", id="crlf_body"),
-    pytest.param({"body": b"# TYPE g gauge\ng 1"}, "malformed", id="no_final_newline"),
     pytest.param({"behaviour": _hang}, "timeout", id="hang_no_bytes"),
     pytest.param({"behaviour": _trickle}, "timeout", id="slow_trickle"),
     pytest.param({"behaviour": _truncated}, "truncated", id="truncated_by_close"),
+    pytest.param({"behaviour": _cut_mid_line}, "truncated", id="truncated_mid_line"),
     pytest.param({"body": b"# TYPE g gauge\n" + b"g 1\n" * 5000}, "oversize", id="over_size_cap"),
 ]
 
@@ -94,6 +105,65 @@ async def test_failing_upstream_yields_self_metrics_and_reason(
     assert ("count", "ok") not in durations
     if reason == "timeout":
         assert durations[("sum", "failed")] >= 0.5
+
+
+@pytest.mark.parametrize(
+    ("body", "last"),
+    [
+        pytest.param(
+            b'# HELP g A gauge.\n# TYPE g gauge\ng{a="b"} 1\ng{a="c"} 2',
+            'g{a="c"} 2\n',
+            id="labelled",
+        ),
+        # promparse_test.go TestPromNullByteHandling's first case: no final newline, no error.
+        pytest.param(
+            b'null_byte_metric{a="abc\x00"} 1', 'null_byte_metric{a="abc\x00"} 1\n', id="null_byte"
+        ),
+    ],
+)
+async def test_a_last_line_without_its_newline_is_served(
+    aiohttp_server: Any, aiohttp_client: Any, tmp_path: Any, body: bytes, last: str
+) -> None:
+    """Prometheus reads a text body without a final newline: the bridge serves it, up 1."""
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("version: 1\n")
+    server = await aiohttp_server(FakeUpstream(body=body).app())
+    client = await aiohttp_client(bridge_app(str(server.make_url("/metrics")), config=str(rules)))
+    for _ in range(2):  # the second fetch reads with what the first taught the caches
+        text = await _scrape(client)
+        families = {f.name: f for f in parse_text(text)}
+        assert [s.value for s in families["metricbridge_upstream_up"].samples] == [1.0]
+        assert last in text
+        assert "metricbridge_upstream_failures_total{" not in text
+
+
+@pytest.mark.parametrize("validation", ["structure", "full"])
+async def test_inputs_that_fail_a_prometheus_scrape_are_never_served(
+    aiohttp_server: Any, aiohttp_client: Any, tmp_path: Any, validation: str
+) -> None:
+    """A ``__name__`` label in the braces and a 20-digit timestamp are counted, not served."""
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(f"version: 1\nvalidation: {validation}\n")
+    body = (
+        b'# HELP ok A gauge.\n# TYPE ok gauge\nok{a="b"} 1\n'
+        b'# HELP x A gauge.\n# TYPE x gauge\nx{__name__="evil"} 1\n'
+        b'# HELP t A gauge.\n# TYPE t gauge\nt{a="b"} 1 100000000000000000000\n'
+    )
+    server = await aiohttp_server(FakeUpstream(body=body).app())
+    client = await aiohttp_client(bridge_app(str(server.make_url("/metrics")), config=str(rules)))
+    for fetches in (1, 2):  # the second fetch reads with what the first taught the caches
+        text = await _scrape(client)
+        assert 'ok{a="b"} 1\n' in text
+        assert "evil" not in text
+        assert "100000000000000000000" not in text
+        problems = [
+            s.value
+            for f in parse_text(text)
+            if f.name == "metricbridge_exposition_problems"
+            for s in f.samples
+            if s.labels.get("reason") == "malformed"
+        ]
+        assert sum(problems) == 2 * fetches
 
 
 async def test_refused_connection(aiohttp_client: Any) -> None:
@@ -182,7 +252,7 @@ async def test_each_new_failure_reason_is_a_warning_and_repeats_are_debug(
         {"status": 500},
         {"status": 500},
         {"status": 200, "content_type": "text/html"},
-        {"content_type": "text/plain; version=0.0.4", "body": b"# TYPE g gauge\ng 1"},
+        {"content_type": "text/plain; version=0.0.4", "body": b"# TYPE g gauge\r\ng 1\r\n"},
         {},
         {"body": good},
         {"status": 500},

@@ -3,72 +3,34 @@
 ``GeneralReader`` holds the state of one pass over one payload and everything that does not
 rest on the fast path's invariant: every header and free comment, every block the fast path
 does not vouch for (each line parsed by ``sample_line``), and closing each family once its
-lines are in, which refuses a family whose names clash with an earlier one's, drops repeated
-series and orphaned creation times, and reports each. ``exposition.reader`` drives the pass
-and adds the fast path; its docstring says when a block may skip this module.
+lines are in (``family_close``: a family whose names clash with an earlier one's refused,
+repeated series and orphaned creation times dropped, each reported). A family whose lines
+appear again after another family's is reopened: its closing undone, read on as one family
+(``_reopen``). ``exposition.reader`` drives the pass and adds the fast path; its docstring
+says when a block may skip this module.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
-from dataclasses import dataclass, field
 
 from metricbridge.errors import ExpositionError, LineError
-from metricbridge.exposition.caches import CodecCaches, KnownHeader
-from metricbridge.exposition.created_series import created_orphans
+from metricbridge.exposition.caches import CodecCaches
+from metricbridge.exposition.family_close import Closing
 from metricbridge.exposition.family_parse import parse_lines, unescape_help
+from metricbridge.exposition.family_state import Builder, Closed, Exposition
 from metricbridge.exposition.sample_line import parse_sample, unescape
-from metricbridge.exposition.semantics import checked
-from metricbridge.exposition.writer import label_set
-from metricbridge.model.family import (
-    AnyFamily,
-    Body,
-    FamilyMeta,
-    Format,
-    Labels,
-    MetricType,
-    RawFamily,
-    Sample,
-    Verify,
-)
-from metricbridge.model.family_names import TEXT_TYPES, allowed_suffixes, belongs, wire_names
+from metricbridge.model.family import AnyFamily, Format, Sample, Verify
+from metricbridge.model.family_names import TEXT_TYPES, belongs
 from metricbridge.model.names import METRIC_NAME, legacy_name, quoted
+
+__all__ = ["Builder", "Closed", "Exposition", "GeneralReader"]
 
 _HEADER = re.compile(r'# (HELP|TYPE|UNIT) ("(?:[^"\\]|\\.)*"|\S+)(?: (.*))?')
 
 
-@dataclass(slots=True)
-class Exposition:
-    """What the reader made of a payload: the usable families and why others were dropped."""
-
-    families: list[AnyFamily]
-    problems: list[ExpositionError]
-    format: Format
-    renamed_samples: int = 0  # sample names restored from underscore escaping (client_python#1177)
-    headers_seen: bool = False  # any HELP/TYPE/UNIT line: the body is at least meant as one
-
-
-@dataclass(slots=True)
-class Builder:
-    """A family being read: its header so far, and its lines as vouched blocks or samples."""
-
-    declared: str
-    first_line: int
-    type: MetricType = MetricType.UNKNOWN
-    help: str | None = None
-    unit: str | None = None
-    typed: bool = False
-    has_samples: bool = False
-    pieces: list[tuple[Body, int, int]] = field(default_factory=list)  # vouched block, line, lines
-    samples: list[Sample] | None = None  # set once any block needed parsing
-    sample_lines: list[int] = field(default_factory=list)  # each parsed sample's line number
-    problem: ExpositionError | None = None
-    known: KnownHeader | None = None  # set when the header pair came from the cache
-    declared_spelling: bool = False  # a sample spelled as declared was seen (see _belongs)
-
-
-class GeneralReader:
+class GeneralReader(Closing):
     """One pass over one payload: its state, and the exact path (see the module docstring)."""
 
     def __init__(
@@ -83,6 +45,10 @@ class GeneralReader:
         self.current: Builder | None = None
         self.finished: dict[str, int] = {}
         self.canonical: dict[str, int] = {}  # family names as served, to refuse clashes
+        self.owner: dict[str, str] = {}  # each of those names -> the declared name that took it
+        self.closed: dict[str, Closed] = {}  # by declared name, to reopen it (``_reopen``)
+        self.slots: dict[str, AnyFamily] = {}  # a reopened family's first form, where it goes
+        self.parked: dict[str, Builder] = {}  # reopened families, closed at the pass's end
         self.line = 1
 
     def _comment(self, raw: bytes) -> bool:  # noqa: PLR0911 - each return is a kind of line
@@ -127,7 +93,9 @@ class GeneralReader:
 
     def _header(self, builder: Builder, keyword: str, rest: str) -> None:
         self.result.headers_seen = True
-        if keyword == "HELP":
+        if builder.reopened:
+            self._header_again(builder, keyword, rest)
+        elif keyword == "HELP":
             if builder.help is not None:
                 self._fail(builder, "duplicate HELP line")
             try:
@@ -147,25 +115,86 @@ class GeneralReader:
         else:
             builder.unit = rest.strip() or None
 
-    def _builder_for(self, declared: str) -> Builder | None:
+    def _header_again(self, builder: Builder, keyword: str, rest: str) -> None:
+        """A header of a reopened family: the one it had is welcome again, another one is not.
+
+        One family has one type, HELP text and unit; the lines after a different one are
+        dropped, reported, and the family is served as read so far.
+        """
+        if keyword == "HELP":
+            try:
+                same = unescape_help(rest, self.fmt) == builder.help or builder.help is None
+            except LineError:
+                same = False
+            if builder.help is None and same:
+                builder.help = unescape_help(rest, self.fmt)
+            what = "another HELP text"
+        elif keyword == "TYPE":
+            same = builder.typed and TEXT_TYPES.get(rest.strip()) is builder.type
+            what = "another type" if builder.typed else "a TYPE line after its samples"
+        else:
+            same, what = (rest.strip() or None) == builder.unit, "another unit"
+        if not same:
+            line, first = self.line, builder.first_line
+            self._finish()
+            problem = ExpositionError(
+                f"family appears again with {what} (first at line {first}); this occurrence "
+                "is dropped",
+                line=line,
+                family=builder.declared,
+            )
+            self.current = Builder(builder.declared, line, problem=problem)
+
+    def _builder_for(self, declared: str, line: int | None = None) -> Builder | None:
+        """The builder for ``declared`` starting at ``line`` (the current line by default)."""
         current = self.current
         if current is not None and current.declared == declared:
             return current
         self._finish()
+        line = self.line if line is None else line
         if declared in self.finished:
-            first = self.finished[declared]
-            self.result.problems.append(
-                ExpositionError(
-                    f"family appears again (first at line {first}); a family's lines must be "
-                    "contiguous, so this occurrence is dropped",
-                    line=self.line,
-                    family=declared,
-                )
-            )
-            self.current = Builder(declared, self.line, problem=self.result.problems[-1])
-            return self.current
-        self.current = Builder(declared, self.line)
+            return self._reopen(declared, line)
+        self.current = Builder(declared, line)
         return self.current
+
+    def _reopen(self, declared: str, line: int) -> Builder:
+        """A family whose lines appear again: its closing undone, its builder current again.
+
+        Prometheus ingests every sample of a family whose lines are not contiguous (a text
+        payload without TYPE lines, a family repeated further on), so the bridge reads them as
+        one family, served once where it first was (``_place``). Its samples are parsed: a
+        block's proof says nothing of series repeated across blocks, and ``_unique`` does. A
+        family refused at its first lines stays refused, these lines with it.
+        """
+        parked = self.parked.pop(declared, None)
+        if parked is not None:  # reopened before: nothing was closed since
+            self.current = parked
+            return parked
+        closed = self.closed.pop(declared)
+        builder = closed.reopened()
+        if builder.problem is not None:
+            problem = ExpositionError(
+                f"family appears again (first at line {builder.first_line}), and its first "
+                "lines were refused; this occurrence is dropped too",
+                line=line,
+                family=declared,
+            )
+            self.current = Builder(declared, line, problem=problem)
+            return self.current
+        undone = {id(problem) for problem in closed.problems}
+        self.result.problems[:] = [p for p in self.result.problems if id(p) not in undone]
+        for name in closed.claimed:  # its owner stays known, for its samples to find it
+            del self.canonical[name]
+        if closed.family is not None:
+            self.slots[declared] = closed.family
+            self._forget(closed.family)
+        builder.reopened = True
+        self._to_samples(builder)
+        self.current = builder
+        return builder
+
+    def _forget(self, family: AnyFamily) -> None:
+        """Drop what the pass noted of a family that was reopened (the fast path notes some)."""
 
     def _parse_block(self, start: int, end: int) -> int:
         """Parse the sample lines in ``payload[start:end]``; return how many lines they span."""
@@ -182,10 +211,11 @@ class GeneralReader:
         try:
             sample = parse_sample(line, self.fmt, caches=self.caches)
         except LineError as exc:
-            if self.current is None:
+            builder = self._owner_of_bad_line(line, line_no)
+            if builder is None:
                 self.result.problems.append(ExpositionError(str(exc), line=line_no))
             else:
-                self._fail(self.current, str(exc), line_no)
+                self._fail(builder, str(exc), line_no)
             return
         builder = self.current
         verdict = None
@@ -206,10 +236,9 @@ class GeneralReader:
                 )
                 self._fail(builder, message, line_no)
                 return
-            builder = self._builder_for(sample.name)
+            builder, verdict = self._start_family(sample.name, line_no)
             if builder is None or builder.problem is not None:
                 return
-            verdict = (sample.name, True)
         name, as_declared = verdict
         builder.declared_spelling |= as_declared
         if name != sample.name:
@@ -219,6 +248,41 @@ class GeneralReader:
             self._to_samples(builder).append(sample)
             builder.sample_lines.append(line_no)
             builder.has_samples = True
+
+    def _owner_of_bad_line(self, line: str, line_no: int) -> Builder | None:
+        """The family a line the grammar refuses is blamed on: the one its name starts.
+
+        The current family only if the line's leading name may be one of its samples, so
+        that a broken line of a new family (text without TYPE lines) does not take the
+        family before it down with it.
+        """
+        builder = self.current
+        match = METRIC_NAME.match(line)
+        if match is None or (builder is not None and match.group() == builder.declared):
+            return builder
+        name = match.group()
+        if builder is not None:
+            mtype = builder.type if builder.typed else None
+            if belongs(name, builder.declared, mtype, self.fmt, may_restore=True) is not None:
+                return builder
+        return self._builder_for(self.owner.get(name, name), line_no)
+
+    def _start_family(self, name: str, line_no: int) -> tuple[Builder | None, tuple[str, bool]]:
+        """The builder a sample of no current family starts, and how the sample is named in it.
+
+        A sample name taken by a family closed earlier (a counter's ``_total``, a histogram's
+        ``_bucket``) is that family appearing again.
+        """
+        owner = self.owner.get(name)
+        if owner is not None and owner != name:
+            builder = self._builder_for(owner, line_no)
+            if builder is not None and builder.problem is None:
+                mtype = builder.type if builder.typed else None
+                restore = not builder.declared_spelling
+                verdict = belongs(name, owner, mtype, self.fmt, may_restore=restore)
+                if verdict is not None:
+                    return builder, verdict
+        return self._builder_for(name, line_no), (name, True)
 
     def _to_samples(self, builder: Builder) -> list[Sample]:
         """Switch a builder to parsed samples, parsing the raw blocks it holds so far."""
@@ -261,85 +325,26 @@ class GeneralReader:
         builder, self.current = self.current, None
         if builder is None:
             return
-        self.finished.setdefault(builder.declared, builder.first_line)
-        if builder.problem is not None:
-            if builder.problem not in self.result.problems:
-                self.result.problems.append(builder.problem)
+        if builder.reopened and builder.problem is None:
+            # Closed once, at the end of the pass (``close_parked``): closing it at each of its
+            # reappearances would judge its samples again each time, quadratic in its lines.
+            self.parked[builder.declared] = builder
             return
-        known = builder.known
-        if known is not None and known.meta.unit == builder.unit:
-            meta, occupied = known.meta, known.occupied
-        else:
-            _, canonical, _ = allowed_suffixes(builder.declared, builder.type, self.fmt)
-            meta = FamilyMeta(canonical, builder.type, builder.help, builder.unit)
-            occupied = wire_names(meta.name, meta.type, self.fmt)
-        if not self._admit(builder.declared, builder.first_line, occupied):
-            return
-        if builder.samples is None:
-            pieces = builder.pieces
-            if len(pieces) == 1:
-                body, first, count = pieces[0]
-            else:
-                body = b"".join(block for block, _, _ in pieces)
-                first = pieces[0][1] if pieces else builder.first_line
-                count = sum(piece[2] for piece in pieces)
-            self.result.families.append(RawFamily(meta, body, self.fmt, first, count))
-            return
-        self._close_parsed(builder, meta)
+        self._close_builder(builder)
 
-    def _close_parsed(self, builder: Builder, meta: FamilyMeta) -> None:
-        """Repeats and orphaned creation times out, then held to its type's rules (semantics)."""
-        samples, lines = self._unique(builder)
-        orphans = created_orphans(meta.type, tuple(samples))
-        if orphans:
-            message = f"{len(orphans)} creation time(s) of no series of {meta.name}; left out"
-            self.result.problems.append(ExpositionError(message, family=builder.declared))
-            kept = [i for i, s in enumerate(samples) if s not in orphans]
-            samples, lines = [samples[i] for i in kept], [lines[i] for i in kept]
-        family, problem = checked(meta, samples, lines, self.fmt, builder.declared)
-        if problem is not None:
-            self.result.problems.append(problem)
-        elif family is not None:
-            self.result.families.append(family)
+    def close_parked(self) -> None:
+        """Close the reopened families, the pass over: each is judged once, all its lines in."""
+        parked, self.parked = self.parked, {}
+        for builder in parked.values():
+            self._close_builder(builder)
 
-    def _admit(self, declared: str, first_line: int, occupied: frozenset[str]) -> bool:
-        """Claim a family's names; a clash with an earlier family drops this one, reported."""
-        canonical = self.canonical
-        clashes = canonical.keys() & occupied
-        if clashes:
-            # e.g. OpenMetrics counter `a` (samples a_total) beside an untyped family `a_total`
-            first = min(canonical[name] for name in clashes)
-            self.result.problems.append(
-                ExpositionError(
-                    f"{' and '.join(sorted(clashes))} already taken by the family at line "
-                    f"{first} (a family's name and sample names must be its own); this one is "
-                    "dropped",
-                    line=first_line,
-                    family=declared,
-                )
-            )
-            return False
-        for name in occupied:
-            canonical[name] = first_line
-        return True
-
-    def _unique(self, builder: Builder) -> tuple[list[Sample], list[int]]:
-        """A parsed family's samples and their lines, repeats dropped (the first wins), reported."""
-        samples = builder.samples or []
-        # A series may repeat with distinct timestamps (OpenMetrics: a Metric's MetricPoints);
-        # whether those go forward is the semantic check's (``semantics``).
-        first_seen: dict[tuple[str, Labels, float | None], int] = {}
-        out: list[Sample] = []
-        out_lines: list[int] = []
-        for sample, line in zip(samples, builder.sample_lines, strict=True):
-            key = (sample.name, tuple(sorted(sample.labels)), sample.timestamp)
-            first = first_seen.setdefault(key, line)
-            if first != line:
-                series = sample.name + (label_set(sample.labels) if sample.labels else "")
-                message = f"series {series} repeats the one at line {first}; the repeat is dropped"
-                problem = ExpositionError(message, line=line, family=builder.declared)
-                self.result.problems.append(problem)
-                continue
-            out.append(sample)
-            out_lines.append(line)
-        return out, out_lines
+    def _close_builder(self, builder: Builder) -> None:
+        declared = builder.declared
+        self.finished.setdefault(declared, builder.first_line)
+        before = len(self.result.problems)
+        family, claimed = self._close(builder)
+        self._place(declared, family, reopened=builder.reopened)
+        # A refused repeat never hides the record of the family it repeats.
+        if builder.problem is None or declared not in self.closed:
+            problems = self.result.problems[before:]
+            self.closed[declared] = Closed(family, problems, claimed, builder)

@@ -52,10 +52,10 @@ in both wire formats, as Prometheus, promtool and prometheus_client read them:
 6. Headers. A header pair comes from ``caches.read_headers`` only if its bytes are a pair the
    exact path takes as is: ``# HELP`` then ``# TYPE`` of one unquoted name, a known type, no
    NUL byte, a HELP text that unescapes (``_remember``); a family whose name was already seen
-   in this payload takes the exact path. A family taken in one step with its block
-   (``_known_family``) is closed only at the payload's end or before another family's HELP or
-   TYPE line (``KnownHeader.ends_before``), where the exact path would close it too; after
-   anything else (a free comment, its own header again) it stays open for the exact path.
+   in this payload takes the exact path, which reopens it. A family taken in one step with its
+   block (``_known_family``) is closed only at the payload's end or before another family's
+   HELP or TYPE line (``KnownHeader.ends_before``), where the exact path would close it too;
+   after anything else (a free comment, its own header again) it stays open for the exact path.
 7. Caches. Every cached value is a function of its key's bytes and the format alone (a proof
    is used only for bytes equal to those it was made for), so a hit gives what a miss would
    compute: the caches, their budgets and their resets change speed, never a result.
@@ -87,11 +87,11 @@ from metricbridge.exposition.byte_scan import (
 )
 from metricbridge.exposition.caches import CodecCaches, KnownHeader
 from metricbridge.exposition.created_series import merge_created_families
-from metricbridge.exposition.family_builder import Builder, Exposition, GeneralReader
+from metricbridge.exposition.family_builder import Builder, Closed, Exposition, GeneralReader
 from metricbridge.exposition.family_parse import unescape_help
 from metricbridge.exposition.raw_rules import CHECKED_TYPES, BlockSplit
 from metricbridge.exposition.semantics import SCANNED_TYPES, screen_raw
-from metricbridge.model.family import FamilyMeta, Format, MetricType, RawFamily, Verify
+from metricbridge.model.family import AnyFamily, FamilyMeta, Format, MetricType, RawFamily, Verify
 from metricbridge.model.family_names import TEXT_TYPES, allowed_suffixes, fast_needles, wire_names
 
 __all__ = ["Exposition", "read_exposition"]
@@ -160,6 +160,7 @@ class _Reader(GeneralReader):
                 self.line += self._block(pos, end)
                 pos = end
         self._finish()
+        self.close_parked()
         if self.values and not values_proven(chain.from_iterable(self.values), self.caches):
             bad = frozenset(
                 start
@@ -247,12 +248,19 @@ class _Reader(GeneralReader):
         if stop == size or known.ends_before(payload, stop):
             # Nothing more can join the family: it is complete without a builder.
             self.finished.setdefault(declared, self.line)
+            body = self.view[start:stop]
+            piece = (body, self.line + 2, lines)
+            family: RawFamily | None = None
             if self._admit(declared, self.line, known.occupied):
-                body = self.view[start:stop]
                 family = RawFamily(known.meta, body, self.fmt, self.line + 2, lines)
                 self.result.families.append(family)
                 if checked and proof.values is not None:
                     self.splits[id(family)] = BlockSplit(family, proof.heads, proof.values)
+                closed = Closed(family, [], known.occupied, None, known, self.line, piece)
+            else:
+                refused = self.result.problems[-1:]
+                closed = Closed(None, refused, frozenset(), None, known, self.line, piece)
+            self.closed[declared] = closed  # to be reopened if it appears again
             self.line += 2 + lines
             return stop
         meta = known.meta
@@ -263,6 +271,10 @@ class _Reader(GeneralReader):
         builder.pieces.append((self.view[start:stop], self.line + 2, lines))
         self.line += 2 + lines
         return stop
+
+    def _forget(self, family: AnyFamily) -> None:
+        """A reopened family is parsed again: its split must not outlive it (ids are reused)."""
+        self.splits.pop(id(family), None)
 
     def _remember(self, key: bytes, help_line: bytes, type_line: bytes) -> None:
         """Cache a well-formed header pair for later payloads (this one takes the general path)."""
@@ -334,8 +346,10 @@ def read_exposition(
         if b"\n# EOF" not in payload and not payload.startswith(b"# EOF"):
             raise ExpositionError("OpenMetrics exposition has no '# EOF' line (truncated body?)")
     elif not payload.endswith(b"\n"):
-        line = payload.count(b"\n") + 1
-        raise ExpositionError("last line has no terminating newline (truncated body?)", line=line)
+        # Prometheus' text parser appends the newline itself (``NewPromParser``), so a last
+        # line without one is read as if it had it. A body cut short is the transport's to
+        # catch (Content-Length, chunked framing: ``service.scrape``), not the last byte's.
+        payload += b"\n"
     reader = _Reader(payload, fmt, verify, caches=caches)
     exposition = reader.run()
     if not exposition.families and exposition.problems and not exposition.headers_seen:

@@ -21,6 +21,11 @@ _QUOTED = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
 _SPACE = re.compile(r"[ \t]+")
 _OM_TIMESTAMP = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _TEXT_TIMESTAMP = re.compile(r"-?[0-9]+")
+NAME_LABEL = "__name__"
+# Prometheus keeps timestamps as int64 milliseconds: the text parser refuses a timestamp outside
+# that range (``strconv.ParseInt(..., 10, 64)``, which fails the whole scrape), and the
+# OpenMetrics parser converts ``ts * 1000`` to int64, which wraps outside it.
+_MS_MIN, _MS_MAX = -(2**63), 2**63 - 1
 _ESCAPES = {"\\": "\\", '"': '"', "n": "\n"}
 _ESCAPE = re.compile(r"\\(.)", re.DOTALL)
 
@@ -69,8 +74,17 @@ def _skip_space(line: str, pos: int) -> int:
     return match.end() if match else pos
 
 
-def _read_labels(line: str, pos: int, name: str | None) -> tuple[str | None, Labels, int]:
-    """Read ``{...}`` starting after the brace; a leading quoted name is the metric name."""
+def _read_labels(
+    line: str, pos: int, name: str | None, *, exemplar: bool = False
+) -> tuple[str | None, Labels, int]:
+    """Read ``{...}`` starting after the brace; a leading quoted name is the metric name.
+
+    A ``__name__`` label is refused in a sample's label set (not in an exemplar's): Prometheus'
+    text and OpenMetrics parsers add the metric name as ``__name__`` and then this label too,
+    and its storage refuses the duplicate name, failing the whole scrape
+    (``label name "__name__" is not unique``). The metric name goes before the braces, or
+    quoted and alone inside them (``{"name"}``).
+    """
     labels: list[tuple[str, str]] = []
     while True:
         pos = _skip_space(line, pos)
@@ -83,20 +97,30 @@ def _read_labels(line: str, pos: int, name: str | None) -> tuple[str | None, Lab
         if was_quoted and name is None and not labels and pos < len(line) and line[pos] in ",}":
             name = key if METRIC_NAME.fullmatch(key) else legacy_name(key)
         else:
-            if pos >= len(line) or line[pos] != "=":
-                raise LineError(f"expected '=' after label name {quoted(key)} at column {pos + 1}")
-            pos = _skip_space(line, pos + 1)
-            match = _QUOTED.match(line, pos)
-            if match is None:
-                raise LineError(f"label {quoted(key)}: value must be a double-quoted string")
-            if any(key == seen for seen, _ in labels):
-                raise LineError(f"label {quoted(key)} appears twice in the label set")
-            labels.append((key, unescape(match.group(1))))
-            pos = _skip_space(line, match.end())
+            if key == NAME_LABEL and not exemplar:
+                raise LineError(
+                    f"a {NAME_LABEL!r} label in the label set; the metric name goes before "
+                    "the braces"
+                )
+            pos = _read_label_value(line, pos, key, labels)
         if pos < len(line) and line[pos] == ",":
             pos += 1
         elif pos >= len(line) or line[pos] != "}":
             raise LineError(f"expected ',' or '}}' at column {pos + 1}")
+
+
+def _read_label_value(line: str, pos: int, key: str, labels: list[tuple[str, str]]) -> int:
+    """Read ``="value"`` after the label name ``key`` into ``labels``; return the next position."""
+    if pos >= len(line) or line[pos] != "=":
+        raise LineError(f"expected '=' after label name {quoted(key)} at column {pos + 1}")
+    pos = _skip_space(line, pos + 1)
+    match = _QUOTED.match(line, pos)
+    if match is None:
+        raise LineError(f"label {quoted(key)}: value must be a double-quoted string")
+    if any(key == seen for seen, _ in labels):
+        raise LineError(f"label {quoted(key)} appears twice in the label set")
+    labels.append((key, unescape(match.group(1))))
+    return _skip_space(line, match.end())
 
 
 # The shape prometheus_client writes: no escapes, no quoted names, one space, no timestamp.
@@ -108,7 +132,9 @@ _PLAIN_PAIR = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"')
 
 
 def _plain_labels(pairs: str, cache: ByteLRU[str, Labels] | None) -> Labels | None:
-    """A plain label set split into pairs; None if a key repeats (the exact path reports it).
+    """A plain label set split into pairs; None if a key repeats or is ``__name__``.
+
+    The exact path reports either.
 
     A series keeps its label set from scrape to scrape, so ``cache`` (``read_label_sets``)
     keeps each split by its text; sets with a repeated key are never kept.
@@ -116,7 +142,8 @@ def _plain_labels(pairs: str, cache: ByteLRU[str, Labels] | None) -> Labels | No
     labels = cache.get(pairs) if cache is not None else None
     if labels is None:
         labels = tuple(_PLAIN_PAIR.findall(pairs))
-        if len({key for key, _ in labels}) != len(labels):
+        keys = {key for key, _ in labels}
+        if len(keys) != len(labels) or NAME_LABEL in keys:
             return None
         if cache is not None:
             cache.put(pairs, labels, len(pairs) + labels_size(labels))
@@ -180,7 +207,7 @@ def _check_exemplar(text: str) -> None:
         raise LineError("exemplar: expected '{' after ' # '")
     try:
         # A name that is not None: a quoted metric name is not allowed in an exemplar.
-        _, labels, pos = _read_labels(text, 1, "")
+        _, labels, pos = _read_labels(text, 1, "", exemplar=True)
     except LineError as exc:
         raise LineError(f"exemplar: {exc}") from None
     length = sum(len(key) + len(value) for key, value in labels)
@@ -207,13 +234,23 @@ def _parse_timestamp(token: str, fmt: Format) -> float:
             raise LineError(
                 f"invalid timestamp {quoted(token)}: text format wants integer milliseconds"
             )
-        try:
-            return int(token) / 1000.0
-        except OverflowError:
-            raise LineError(f"invalid timestamp {quoted(token)}: out of range") from None
+        milliseconds = int(token)
+        # The second test: near the bounds, seconds as a float round back to a number past them.
+        if not _MS_MIN <= milliseconds <= _MS_MAX or not _in_range(milliseconds / 1000.0):
+            raise LineError(_out_of_range(token))
+        return milliseconds / 1000.0
     if not _OM_TIMESTAMP.fullmatch(token):
         raise LineError(f"invalid timestamp {quoted(token)}")
     value = float(token)
-    if not math.isfinite(value):  # 1e999: infinite, and no text-format timestamp can say it
-        raise LineError(f"invalid timestamp {quoted(token)}: out of range")
+    if not math.isfinite(value) or not _in_range(value):  # 1e999 and 1e17 alike
+        raise LineError(_out_of_range(token))
     return value
+
+
+def _in_range(seconds: float) -> bool:
+    """Whether the timestamp, as the writer spells it in milliseconds, fits Prometheus' int64."""
+    return _MS_MIN <= round(seconds * 1000) <= _MS_MAX
+
+
+def _out_of_range(token: str) -> str:
+    return f"invalid timestamp {quoted(token)}: out of range"

@@ -342,18 +342,21 @@ def _close_point(point: _Point, family: Family) -> Iterator[Breach]:
 # --- where the rules are applied -------------------------------------------------------------
 
 
-def checked(
+def checked(  # noqa: PLR0913 - the family, where its lines are, and how to serve it
     meta: FamilyMeta,
     samples: Sequence[Sample],
     lines: Sequence[int],
     fmt: Format,
     declared: str,
+    *,
+    regroup: bool = False,
 ) -> tuple[Family | None, ExpositionError | None]:
     """A parsed family as it is served (text: each series' samples together), or its problem.
 
-    ``lines`` are the samples' line numbers, for the problem's location.
+    ``lines`` are the samples' line numbers, for the problem's location. ``regroup`` puts
+    each series' samples together in OpenMetrics too: for a family read from parts.
     """
-    if fmt is Format.TEXT:
+    if fmt is Format.TEXT or regroup:
         order = grouped_order(samples, sample_base(meta.name, meta.type), meta.type)
         samples = [samples[i] for i in order]
         lines = [lines[i] for i in order]
