@@ -461,15 +461,18 @@ def test_cli_assume_label_accepts_a_comma_list(capsys):
 def test_cli_json_output(capsys):
     """JSON output carries every field of a finding and the summary.
 
-    The KV-transfer panel reads a row whose source SGLang 0.5.23 creates lazily (on the first
-    KV transfer): with the engine's catalogue that is a note, no longer one of the failures.
+    The KV-transfer panel reads a row whose source SGLang 0.5.23 records only on a PD prefill
+    server: with the engine's catalogue that is a feature note, not one of the failures.
     """
     run = run_cli(capsys, "check", FINDINGS, "--snapshot", snap("tp1"), "--format", "json")
     data = json.loads(run.out)
     assert data["passed"] is False
-    assert data["summary"] == {"failing": 12, "lazy": 1, "structural": 1, "not_checked": 1}
+    assert data["summary"] == {"failing": 12, "feature": 1, "structural": 1, "not_checked": 1}
     kv = next(f for f in data["findings"] if f["subject"].startswith("sglang:kvcache_transfer"))
-    assert (kv["contract"], kv["engine"]["class"], kv["failing"]) == ("upstream", "lazy", False)
+    assert (kv["contract"], kv["engine"]["class"], kv["failing"]) == ("upstream", "feature", False)
+    assert kv["engine"]["switches"] == [
+        "--disaggregation-mode prefill or decode (PD disaggregation)"
+    ]
     engine = next(f for f in data["findings"] if f["subject"] == "sglang:generation_time")
     assert engine["contract"] == "engine"
     assert engine["location"] == 'panel "Scheduler generation time" > query A'

@@ -112,6 +112,52 @@ def test_encoder_row_on_the_llm_server_needs_an_epd_encoder(tmp_path: Path):
     assert not finding.failing
 
 
+def test_a_hicache_cache_source_is_a_feature_note_as_the_hicache_gauges_are(tmp_path: Path):
+    """cache_source="host" exists only with HiCache: a note on tp1, served on the HiCache engine."""
+    expr = 'sum(rate(sglang:cached_tokens_total{cache_source="host"}[5m]))'
+    finding = finding_for(tmp_path, expr, "tp1")
+    assert finding.kind is FindingKind.NO_MATCHING_VALUE
+    assert finding.engine.cls is EngineClass.FEATURE
+    assert finding.engine.switches == ("--enable-hierarchical-cache (HiCache)",)
+    assert (finding.failing, finding.why_not_failing) == (False, NotFailing.FEATURE)
+    assert finding.reason.startswith(
+        'cache_source="host" matches no served series of sglang:cached_tokens_total '
+        '(served values: "device"); cache_source="host" of sglang:cached_tokens needs '
+        "--enable-hierarchical-cache (HiCache) in SGLang 0.5.23"
+    )
+    queries = write(tmp_path / "hicache.promql", expr + "\n")
+    assert check([queries], "hicache", engine="0.5.23").findings == ()
+
+
+def test_a_value_no_feature_explains_still_fails(tmp_path: Path):
+    """Only the values a switch adds are notes: a value SGLang never reports fails as before."""
+    expr = 'sum(rate(sglang:cached_tokens_total{cache_source="disk"}[5m]))'
+    finding = finding_for(tmp_path, expr, "tp1")
+    assert finding.kind is FindingKind.NO_MATCHING_VALUE
+    assert finding.engine is None
+    assert finding.failing
+
+
+def test_the_counter_of_a_similar_name_is_suggested_not_the_gauge(tmp_path: Path):
+    """num_retracted_reqs_total: 0.5.23's counter is num_retracted_requests, the gauge has no _total."""
+    finding = finding_for(tmp_path, "sum(rate(sglang:num_retracted_reqs_total[5m]))", "tp1")
+    assert finding.kind is FindingKind.WRONG_SUFFIX
+    assert finding.failing
+    assert finding.hint == "sglang:num_retracted_requests_total is served"
+    assert "select sglang:num_retracted_reqs" not in finding.reason
+    assert finding.reason == (
+        "sglang:num_retracted_reqs is a gauge: it has no sglang:num_retracted_reqs_total; "
+        "sglang:num_retracted_requests_total, of a similar name, is served"
+    )
+
+
+def test_the_similar_counter_is_named_from_the_release_when_not_served_yet(tmp_path: Path):
+    """Before the first retraction the counter is not served: the catalogue names it."""
+    assert "sglang:num_retracted_requests_total" not in families("tp1-cold")
+    finding = finding_for(tmp_path, "sum(rate(sglang:num_retracted_reqs_total[5m]))", "tp1-cold")
+    assert finding.hint == "sglang:num_retracted_requests_total is what SGLang 0.5.23 defines"
+
+
 # --- Failing: unknown, removed, dead, newer, startup --------------------------------------------
 
 

@@ -40,7 +40,7 @@ def test_json_is_the_report(capsys):
     assert data == report_for("tp1")
     assert engine["release"] == "0.5.23"
     classes = {row["row"]: row["class"] for row in engine["rows"]}
-    assert classes["sglang:kvcache_transfer_time"] == "lazy"
+    assert classes["sglang:kvcache_transfer_time"] == "feature"  # PD only in 0.5.23
     assert classes["sglang:encoder_num_requests_total"] == "feature"
 
 

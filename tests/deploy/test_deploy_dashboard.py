@@ -1,8 +1,9 @@
-"""deploy/grafana: every query parses and reads only what the bridge serves in front of the demo.
+"""deploy/grafana: every query parses and reads only what the shipped deployment serves.
 
-The demo is the simulated engine (two DP ranks) and EPD encoder after a minute of traffic,
-translated by the default contract. ``metricbridge check`` (issue 5) checks the same file more
-thoroughly; this test keeps the dashboard honest meanwhile.
+The shipped deployment is the default contract with the profile the Kubernetes manifests set
+(``METRICBRIDGE_PROFILE``), in front of the demo: the simulated engine (two DP ranks) and EPD
+encoder after a minute of traffic. A panel that reads an approximate row says so in its title
+and description, and no panel reads a row only an instrumented engine serves.
 """
 
 from __future__ import annotations
@@ -12,11 +13,13 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+import yaml
 
 from helpers.paths import TESTS
 from metricbridge.analysis.dashboards import Query, load_queries
 from metricbridge.analysis.promql import LabelUseKind
 from metricbridge.config.load import load_config
+from metricbridge.config.schema import Disposition
 from metricbridge.exposition.family_parse import parse_family
 from metricbridge.model.family import Format
 from metricbridge.simulator.server import SimulatedEncoder, SimulatedEngine
@@ -24,27 +27,40 @@ from metricbridge.translation.compiler import compile_rules
 from metricbridge.translation.pipeline import run_pipeline
 
 DASHBOARD = TESTS.parent / "deploy" / "grafana" / "metricbridge-contract.json"
+MANIFESTS = TESTS.parent / "deploy" / "kubernetes"
 # Served only because the contract marks them warm-zero (no event happens in the demo, or not
 # reliably): they must be served all the same, from the first scrape on.
 WARM_ZERO_ONLY = (
     "sglang:num_bootstrap_failed_reqs_total",
     "sglang:num_transfer_failed_reqs_total",
-    "sglang:num_mm_requests_total",
-    "sglang:encoder_num_aborted_requests_total",
 )
 TARGET_LABELS = {"instance", "job"}  # added by Prometheus at scrape time
 
 
 @cache
+def _deployed_profiles() -> tuple[str, ...]:
+    """The profiles the shipped Deployments run the bridge with (METRICBRIDGE_PROFILE)."""
+    found = set()
+    for path in sorted(MANIFESTS.glob("sglang-*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            spec = doc["spec"]["template"]["spec"]
+            containers = spec.get("initContainers", []) + spec["containers"]
+            bridge = next(c for c in containers if c["name"] == "metricbridge")
+            env = {e["name"]: e.get("value", "") for e in bridge.get("env", [])}
+            found.add(tuple(n for n in env.get("METRICBRIDGE_PROFILE", "").split(",") if n))
+    assert len(found) == 1, f"the Deployments disagree on METRICBRIDGE_PROFILE: {found}"
+    return found.pop()
+
+
+@cache
 def _served() -> dict[str, frozenset[str]]:
-    """Series name to label names, as the bridge serves the demo after 60 s at 8 req/s."""
+    """Series name to label names, as the deployed bridge serves the demo after 60 s at 8 req/s."""
     engine = SimulatedEngine(dp_size=2)
     engine.advance(60, arrivals_per_second=8)
     encoder = SimulatedEncoder()
     encoder.advance(60, arrivals_per_second=8)
-    outcome = run_pipeline(
-        engine.render() + encoder.render(), Format.TEXT, compile_rules(load_config())
-    )
+    rules = compile_rules(load_config(None, _deployed_profiles()))
+    outcome = run_pipeline(engine.render() + encoder.render(), Format.TEXT, rules)
     assert not outcome.problems
     out: dict[str, set[str]] = {}
     for family in outcome.translation.families:
@@ -130,10 +146,42 @@ def test_template_variables() -> None:
             assert panel["datasource"]["uid"] == "${datasource}", panel["title"]
 
 
-def test_dashboard_passes_metricbridge_check_against_the_demo(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """`metricbridge check` on the shipped dashboard against the demo's two endpoints: exit 0."""
+def _row_of(name: str) -> str:
+    """The contract row a selected sample name belongs to (``x_bucket`` -> ``x``)."""
+    for suffix in ("_bucket", "_count", "_sum"):
+        if name.endswith(suffix):
+            return name.removesuffix(suffix)
+    return name
+
+
+def test_panels_of_approximate_rows_say_so_and_no_panel_needs_an_instrumented_engine() -> None:
+    """Title "(approximation)" and a description "Approximation ..." exactly where a row is one."""
+    dispositions = {rule.name: rule.disposition for rule in load_config().families}
+    board = json.loads(DASHBOARD.read_text())
+    panels = {panel["title"]: panel for panel in board["panels"]}
+    reads: dict[str, set[Disposition]] = {}
+    for query in _queries():
+        if " > panel " not in query.location:
+            continue
+        title = query.location.split(' > panel "', 1)[1].split('"', 1)[0]
+        for name in query.usage.metric_names:
+            disposition = dispositions.get(_row_of(name))
+            if disposition is not None:
+                reads.setdefault(title, set()).add(disposition)
+    assert not [t for t, d in reads.items() if Disposition.ENGINE in d]
+    approximate = {t for t, d in reads.items() if Disposition.APPROXIMATE in d}
+    assert approximate  # the shipped board has such panels: the test below is not vacuous
+    for title in approximate:
+        assert reads[title] == {Disposition.APPROXIMATE}, f"{title}: mixes exact and approximate"
+        assert title.endswith("(approximation)"), title
+        assert panels[title]["description"].startswith("Approximation"), title
+    labelled = {t for t in panels if "approximation" in t.lower()}
+    assert labelled == approximate
+
+
+def _check_against_the_demo(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], profiles: tuple[str, ...]
+) -> tuple[int, str]:
     from metricbridge.cli.main import main  # noqa: PLC0415
 
     engine = SimulatedEngine(dp_size=2)
@@ -154,7 +202,27 @@ def test_dashboard_passes_metricbridge_check_against_the_demo(
             str(enc),
             "--server-info",
             str(info),
+            *(f"--profile={name}" for name in profiles),
         ]
     )
     output = capsys.readouterr()
-    assert code == 0, output.out + output.err
+    return code, output.out + output.err
+
+
+def test_dashboard_passes_metricbridge_check_against_the_demo(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`metricbridge check` of the dashboard against the demo, as deployed: exit 0."""
+    code, output = _check_against_the_demo(tmp_path, capsys, _deployed_profiles())
+    assert code == 0, output
+
+
+def test_without_the_deployed_profile_the_approximate_panels_fail_the_check(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A bridge run without the approximations profile does not serve those panels' rows."""
+    assert "approximations" in _deployed_profiles()
+    code, output = _check_against_the_demo(tmp_path, capsys, ())
+    assert code == 1
+    assert "sglang:prealloc_token_usage is not served" in output
+    assert "an approximation is served with --profile approximations" in output

@@ -96,6 +96,64 @@ def test_counters_histograms_and_features():
     assert dead.lifecycle.dead
 
 
+@pytest.mark.parametrize(
+    ("name", "feature"),
+    [
+        ("sglang:kv_transfer_latency_ms", "pd-disaggregation"),
+        ("sglang:kv_transfer_speed_gb_s", "pd-disaggregation"),
+        ("sglang:kv_transfer_total_mb", "pd-disaggregation"),
+        ("sglang:kv_transfer_bootstrap_ms", "pd-disaggregation"),
+        ("sglang:kv_transfer_alloc_ms", "pd-disaggregation"),
+        ("sglang:load_back_tokens", "hicache"),
+        ("sglang:load_back_bytes", "hicache"),
+        ("sglang:load_back_duration_seconds", "hicache"),
+    ],
+)
+def test_families_recorded_only_by_a_feature_s_code_carry_its_switch(name, feature):
+    """0.5.23 records them from PD (disaggregation/) or HiCache (check_hicache_events) code only."""
+    family = load_catalogue("0.5.23").get(name)
+    assert family is not None
+    assert feature in family.features
+    assert family.lifecycle.kind == "lazy"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "sglang:max_total_num_tokens",
+        "sglang:context_len",
+        "sglang:page_size",
+        "sglang:startup_time_seconds",
+        "sglang:startup_cuda_graph_time_seconds",
+    ],
+)
+def test_families_set_once_at_start_up_are_startup_families(name):
+    """Set by emit_constants() / emit_startup_time(), called only while the server starts."""
+    family = load_catalogue("0.5.23").get(name)
+    assert family is not None
+    assert family.lifecycle.kind == "startup"
+    assert "at start-up (from " in family.lifecycle.event
+
+
+def test_a_start_up_family_behind_a_condition_stays_lazy():
+    """max_total_num_tokens_swa is set at start-up only for hybrid-SWA models."""
+    family = load_catalogue("0.5.23").get("sglang:max_total_num_tokens_swa")
+    assert family is not None
+    assert family.lifecycle.kind == "lazy"
+
+
+@pytest.mark.parametrize("name", ["sglang:num_retracted_reqs", "sglang:num_paused_reqs"])
+def test_the_gauges_of_multiprocess_mode_all_have_a_pid_label(name):
+    """prometheus_client's multiprocess mode ``all`` serves one series per process, by pid."""
+    family = load_catalogue("0.5.23").get(name)
+    assert family is not None
+    assert family.multiprocess_mode == "all"
+    assert family.all_label_names[-1] == "pid"
+    running = load_catalogue("0.5.23").get("sglang:num_running_reqs")
+    assert running is not None
+    assert "pid" not in running.all_label_names
+
+
 def test_unknown_release_names_the_catalogued_ones():
     with pytest.raises(LookupError, match=r"0\.0\.1 is not catalogued.*0\.5\.23"):
         load_catalogue("0.0.1")

@@ -223,6 +223,119 @@ def test_test_code_and_collections_counter_are_not_metrics(toy):
     assert all("not" not in name for name in toy)
 
 
+CHAIN_COLLECTOR = """
+from prometheus_client import Gauge, Histogram
+
+
+class ChainMetricsCollector:
+    def __init__(self, labels):
+        self.labels = labels
+        self.transfer = Histogram("sglang:transfer_ms", "Transfer.", labelnames=labels.keys())
+        self.loaded = Histogram("sglang:loaded_seconds", "Loaded.", labelnames=labels.keys())
+        self.capacity = Gauge(
+            "sglang:capacity", "Capacity.", labelnames=labels.keys(), multiprocess_mode="mostrecent"
+        )
+        self.retracted = Gauge("sglang:retracted", "Retracted.", labelnames=labels.keys())
+        self.queued = Gauge(
+            "sglang:queued", "Queued.", labelnames=labels.keys(), multiprocess_mode="mostrecent"
+        )
+
+    def observe_transfer(self, ms):
+        self.transfer.labels(**self.labels).observe(ms)
+
+    def observe_loaded(self, seconds):
+        self.loaded.labels(**self.labels).observe(seconds)
+
+    def emit_constants(self, capacity):
+        self.capacity.labels(**self.labels).set(capacity)
+
+    def log_stats(self, retracted, queued):
+        self.retracted.labels(**self.labels).set(retracted)
+        self.queued.labels(**self.labels).set(queued)
+"""
+
+# A helper of no feature between the collector and the PD code that calls it.
+CHAIN_TIME_STATS = """
+class ReqTimeStats:
+    def observe_transfer_metrics(self, collector):
+        collector.observe_transfer(1.0)
+"""
+
+CHAIN_PD_PREFILL = """
+class PrefillMixin:
+    def process_inflight_queue(self, req):
+        req.time_stats.observe_transfer_metrics(self.collector)
+"""
+
+# A module of no feature, whose caller's name says HiCache.
+CHAIN_CACHE = """
+class RadixCache:
+    def loading_check(self):
+        self.metrics_collector.observe_loaded(0.1)
+
+    def check_hicache_events(self):
+        self.loading_check()
+"""
+
+CHAIN_SCHEDULER = """
+from sglang.srt.observability.chain import ChainMetricsCollector
+
+
+class Scheduler:
+    def __init__(self, model):
+        self.collector = ChainMetricsCollector(labels={"model_name": model})
+        self.emit_metrics_constants()
+
+    def emit_metrics_constants(self):
+        self.collector.emit_constants(100)
+
+    def event_loop(self):
+        while True:
+            self.collector.log_stats(0, 0)
+"""
+
+
+@pytest.fixture(scope="module")
+def chain() -> dict[str, dict[str, object]]:
+    catalogue = _catalogue(
+        {
+            "sglang/srt/observability/chain.py": CHAIN_COLLECTOR,
+            "sglang/srt/observability/req_time_stats.py": CHAIN_TIME_STATS,
+            "sglang/srt/disaggregation/prefill.py": CHAIN_PD_PREFILL,
+            "sglang/srt/mem_cache/radix_cache.py": CHAIN_CACHE,
+            "sglang/srt/managers/scheduler.py": CHAIN_SCHEDULER,
+        }
+    )
+    families = catalogue["families"]
+    assert isinstance(families, list)
+    return {f["name"]: f for f in families}
+
+
+def test_features_come_from_the_callers_up_the_chain(chain):
+    """A PD module two calls up, or a caller named after HiCache, tags the family it records."""
+    assert chain["sglang:transfer_ms"]["features"] == ["pd-disaggregation"]
+    assert chain["sglang:loaded_seconds"]["features"] == ["hicache"]
+    assert "features" not in chain["sglang:queued"]
+
+
+def test_a_family_set_only_from_start_up_code_is_a_startup_family(chain):
+    """Labelled, but its child is made by a call chain that begins in ``__init__``."""
+    family = chain["sglang:capacity"]
+    assert family["lifecycle"] == "startup"
+    assert family["event"] == (
+        "first call of emit_constants(), at start-up (from Scheduler.__init__())"
+    )
+    assert chain["sglang:queued"]["lifecycle"] == "lazy"
+
+
+def test_a_gauge_of_multiprocess_mode_all_has_a_pid_label(chain, toy):
+    """prometheus_client's default mode keeps each process's value under ``pid``."""
+    assert chain["sglang:retracted"]["multiprocess_mode"] == "all"
+    assert chain["sglang:retracted"]["labels"] == ["pid"]
+    assert chain["sglang:queued"]["labels"] == []
+    assert toy["sglang:up"]["labels"] == []  # livesum: summed over processes, no pid
+
+
 def test_policy_takes_every_release_of_the_newest_minor():
     versions = ["0.3.4", "0.3.5", "0.3.5.post1", "0.3.5.post2", "0.3.6", "0.3.6.post1"]
     versions += ["0.3.6.post2", "0.4.0", "0.4.0.post1", "0.4.1", "0.4.1.post1", "0.4.1.post2"]

@@ -28,6 +28,7 @@ from metricbridge.exposition.caches import CodecCaches
 from metricbridge.exposition.writer import write_exposition
 from metricbridge.model.family import Format
 from metricbridge.simulator.engine import SimulatedEngine
+from metricbridge.translation import run as run_module
 from metricbridge.translation import translate as translate_module
 from metricbridge.translation.compiled import CompiledRules
 from metricbridge.translation.compiler import compile_rules
@@ -170,13 +171,13 @@ def test_plans_for_other_rules_are_not_used() -> None:
 def test_a_steady_layout_reuses_its_plan(monkeypatch: pytest.MonkeyPatch) -> None:
     """Once a layout is planned, the clash check and row table are not recomputed."""
     calls: list[int] = []
-    original = translate_module.find_clashes
+    original = run_module.find_clashes
 
     def counting(*args: object, **kwargs: object) -> object:
         calls.append(1)
         return original(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(translate_module, "find_clashes", counting)
+    monkeypatch.setattr(run_module, "find_clashes", counting)
     payload = TP1
     planned = _Translator(_rules(), plans=True)
     for _ in range(4):

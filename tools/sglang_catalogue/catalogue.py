@@ -136,8 +136,13 @@ def _own_labels(labels: LabelSet, resolver: LabelResolver) -> tuple[list[str], s
 
 def _features(definition: Definition, reach: frozenset[str]) -> list[str] | None:
     path, qualname = definition.scope.path, definition.qualname
-    found = {*classify.features(path, qualname, definition.guards), *classify.reach_features(reach)}
+    found = {*classify.features(path, qualname, definition.guards), *reach}
     return sorted(found) or None
+
+
+# prometheus_client's multiprocess modes that keep each process's value apart, under a ``pid``
+# label it appends to the gauge's own (SGLang always runs prometheus_client multiprocess).
+_PER_PROCESS_MODES = frozenset({"all", "liveall"})
 
 
 def record(definition: Definition, resolver: LabelResolver) -> dict[str, Any]:
@@ -146,6 +151,9 @@ def record(definition: Definition, resolver: LabelResolver) -> dict[str, Any]:
     help_text, help_unresolved = _text_argument(definition, "documentation")
     labels = _labels(definition, resolver)
     own, label_set = _own_labels(labels, resolver)
+    mode = _multiprocess_mode(definition)
+    if mode in _PER_PROCESS_MODES and "pid" not in own:
+        own.append("pid")
     buckets, note = _buckets(definition)
     labelled = bool(labels.required or labels.optional or labels.dynamic or labels.unresolved)
     life = lifecycle(definition, labelled)
@@ -166,11 +174,11 @@ def record(definition: Definition, resolver: LabelResolver) -> dict[str, Any]:
         "scope": None if qualname == f"{label_set}.__init__" else qualname,
         "unit": classify.unit(name, definition.kind, declared_unit or None),
         "dead": life.dead or None,
-        "features": _features(definition, life.reach),
+        "features": _features(definition, life.features),
         "guards": list(definition.guards) or None,
         "buckets": buckets,
         "buckets_note": note,
-        "multiprocess_mode": _multiprocess_mode(definition),
+        "multiprocess_mode": mode,
         "unresolved": unresolved + help_unresolved + list(labels.unresolved) or None,
     }
     found.update({k: v for k, v in extras.items() if v is not None})

@@ -34,7 +34,7 @@ _FEATURES: tuple[tuple[str, str], ...] = (
     (r"collect_tokens_histogram", "tokens-histogram"),
     (r"(?i)balancedness", "eplb"),
     (r"StorageMetricsCollector|storage_backend", "hicache-storage"),
-    (r"disaggregation_mode|disaggregation/(?!encoder)|mooncake|enable_pd", "pd-disaggregation"),
+    (r"disaggregation_mode|disaggregation/(?!encode)|mooncake|enable_pd", "pd-disaggregation"),
     (r"encoder_only|language_only|disaggregation/encoder|EncoderMetricsCollector", "epd"),
     (r"speculative|spec_algorithm", "speculative-decoding"),
     (r"dp_attention|METRICS_DP_ATTENTION", "dp-attention"),
@@ -50,13 +50,19 @@ _FEATURES: tuple[tuple[str, str], ...] = (
 
 # (pattern on a module path that records a family's values, feature tag)
 _PATH_FEATURES: tuple[tuple[str, str], ...] = (
-    (r"disaggregation/(?!encoder)", "pd-disaggregation"),
+    (r"disaggregation/(?!encode)", "pd-disaggregation"),
     (r"disaggregation/encoder|encode_server|/encoder_", "epd"),
     (r"speculative/", "speculative-decoding"),
     (r"hicache|hiradix|hi_radix|cache_controller|mem_cache/storage", "hicache"),
     (r"/lora/", "lora"),
     (r"eplb/|expert_distribution", "eplb"),
     (r"multimodal_gen/", "diffusion"),
+)
+
+# (pattern on the name of a function that calls the recording code, feature tag)
+_FUNCTION_FEATURES: tuple[tuple[str, str], ...] = (
+    (r"hicache|hiradix", "hicache"),
+    (r"disagg", "pd-disaggregation"),
 )
 
 _UNITS: tuple[tuple[str, str], ...] = (
@@ -92,6 +98,11 @@ def reach_features(paths: frozenset[str]) -> tuple[str, ...]:
     """Features every module that records the family's values belongs to."""
     tagged = [{tag for pattern, tag in _PATH_FEATURES if re.search(pattern, p)} for p in paths]
     return tuple(sorted(set.intersection(*tagged))) if tagged else ()
+
+
+def function_features(name: str) -> tuple[str, ...]:
+    """Features a function's name says it belongs to (``check_hicache_events``)."""
+    return tuple(sorted({tag for pattern, tag in _FUNCTION_FEATURES if re.search(pattern, name)}))
 
 
 def unit(name: str, kind: str, declared: str | None) -> str | None:

@@ -11,7 +11,8 @@ import ast
 import re
 from dataclasses import dataclass
 
-from .calls import always_none, calls_of, referenced
+from . import callers, classify
+from .calls import always_none, referenced
 from .scan import Definition
 from .scope import Function, Scope, guarded, scoped_nodes
 from .sources import Release
@@ -33,12 +34,15 @@ class Use:
 
 @dataclass(frozen=True)
 class Lifecycle:
-    """``startup`` or ``lazy``; ``event`` says what creates it; ``dead`` when nothing can."""
+    """``startup`` or ``lazy``; ``event`` says what creates it; ``dead`` when nothing can.
+
+    ``features``: those of the code that records its values, up the call chain.
+    """
 
     kind: str
     event: str
     dead: bool = False
-    reach: frozenset[str] = frozenset()
+    features: frozenset[str] = frozenset()
 
 
 def _qualname(scope: Scope) -> str:
@@ -181,13 +185,34 @@ def lifecycle(definition: Definition, labelled: bool) -> Lifecycle:
     if not live:
         return Lifecycle("lazy", "never: no code path in this release records a value", dead=True)
     owner = definition.scope.cls.name if definition.scope.cls else None
-    return Lifecycle("lazy", _event(live, owner), reach=_reach(definition.scope.release, live))
+    release = definition.scope.release
+    event, features = _event(live, owner), _features(release, live)
+    origin = _startup_origin(release, live)
+    if origin is not None:
+        # Labelled, so exported only once a child exists, but the child is made while the
+        # process starts: on /metrics from the first scrape, as an unlabelled family is.
+        return Lifecycle("startup", f"{event}, at start-up (from {origin}())", features=features)
+    return Lifecycle("lazy", event, features=features)
 
 
-def _reach(release: Release, live: list[Use]) -> frozenset[str]:
-    """The modules that record values: a collector method's callers, else the use's own."""
-    paths: set[str] = set()
+def _features(release: Release, live: list[Use]) -> frozenset[str]:
+    """The features every chain of callers of every use belongs to."""
+    chains: list[set[str]] = []
     for use in live:
-        callers = {path for path, _ in calls_of(release, use.top)} if use.top else set()
-        paths |= callers or {use.path}
-    return frozenset(paths)
+        if use.top:
+            chains += callers.reach(release, use.top, use.path)
+        else:
+            chains.append(set(classify.reach_features(frozenset({use.path}))))
+    return frozenset(set.intersection(*chains)) if chains else frozenset()
+
+
+def _startup_origin(release: Release, live: list[Use]) -> str | None:
+    """The start-up function all uses are called from, when every one is unconditional.
+
+    A use inside a nested function (a middleware's handler, a monitor thread's loop) runs
+    whenever that function is called, not when its enclosing one is: never start-up here.
+    """
+    if any(use.guards or use.func is None or use.func.name != use.top for use in live):
+        return None
+    origins = [callers.startup_origin(release, use.top) for use in live]
+    return None if None in origins else min(o for o in origins if o)

@@ -29,6 +29,7 @@ from metricbridge.analysis.promql import (
 )
 from metricbridge.analysis.resolve import Miss, Resolver, Target
 from metricbridge.analysis.series_match import accepts, matches_empty, series_accepts
+from metricbridge.analysis.value_notes import explain_value
 from metricbridge.translation.contract_index import ContractIndex, MissingClass
 
 __all__ = ["DEFAULT_ASSUMED_LABELS", "PROMETHEUS_SERIES", "check_queries"]
@@ -122,6 +123,7 @@ class _QueryCheck:
         self.assumed = assumed
         self.targets: dict[Selector, Target | Miss] = {}
         self.found: dict[tuple[str, str, str, str, str], Finding] = {}
+        self.notes: dict[_Issue, EngineNote] = {}  # what the release says of a value issue
 
     def run(self) -> list[Finding]:
         """Check selectors, then label uses, then legend labels."""
@@ -136,7 +138,8 @@ class _QueryCheck:
                 issue = (result.kind, result.subject, result.reason)
                 found.append(self._finding(issue, cls, result.hint, result.engine))
             elif result.opaque is None:
-                found += [self._finding(issue) for issue in self._selector_issues(selector, result)]
+                issues = self._selector_issues(selector, result)
+                found += [self._finding(issue, engine=self.notes.get(issue)) for issue in issues]
         excused = _excused(self.query.usage.fallbacks, by_selector)
         for selector, found in by_selector.items():
             for finding in found:
@@ -202,9 +205,7 @@ class _QueryCheck:
             if matcher.op in (MatchOp.EQUAL, MatchOp.RE) and not any(
                 accepts(matcher, series.get(name, ""), regexes) for series in target.series()
             ):
-                issues.append(
-                    (FindingKind.NO_MATCHING_VALUE, str(matcher), self._no_value(matcher, target))
-                )
+                issues.append(self._value_issue(matcher, target))
         if (
             not issues
             and judged
@@ -216,6 +217,21 @@ class _QueryCheck:
             )
             issues.append((FindingKind.NO_MATCHING_SERIES, together, reason))
         return issues
+
+    def _value_issue(self, matcher: LabelMatcher, target: Target) -> _Issue:
+        """A value no served series has; a note when the release serves it behind a switch."""
+        reason = self._no_value(matcher, target)
+        engine = self.resolver.engine
+        names = sorted({name for _, name in target.parts})
+        note = None
+        if engine is not None and matcher.op is MatchOp.EQUAL and len(names) == 1:
+            note = explain_value(engine, names[0], matcher.name, matcher.value)
+        if note is None:
+            return (FindingKind.NO_MATCHING_VALUE, str(matcher), reason)
+        reason = f"{reason}; {note.detail} (not failing)"
+        issue = (FindingKind.NO_MATCHING_VALUE, str(matcher), reason)
+        self.notes[issue] = note
+        return issue
 
     @staticmethod
     def _no_value(matcher: LabelMatcher, target: Target) -> str:

@@ -17,11 +17,15 @@ from metricbridge.analysis.engine_notes import EngineNote, EngineView
 from metricbridge.analysis.findings import FindingKind
 from metricbridge.analysis.promql import VARIABLE_PLACEHOLDER, Selector
 from metricbridge.analysis.series_match import MatcherRegexes, accepts, name_pattern
+from metricbridge.engines.diff import similarity
 from metricbridge.model.family import TYPE_SUFFIXES
 from metricbridge.translation.contract_index import ContractIndex, MissingClass, Verdict
 
 __all__ = ["Miss", "Resolver", "Target"]
 
+# difflib's ratio from which two names are taken for one another (num_retracted_reqs and
+# num_retracted_requests: 0.9); engines.diff takes renames from the same measure.
+_SIMILAR = 0.8
 # Longest first, so ``_bucket`` is tried before the bare name.
 _SUFFIXES = ("_created", "_bucket", "_gcount", "_count", "_total", "_gsum", "_info", "_sum", "")
 
@@ -155,9 +159,54 @@ class Resolver:
             if suffix in TYPE_SUFFIXES[family.type]:
                 reason = f"{family.name} ({family.type}) is served without {name} samples"
                 return Miss(FindingKind.MISSING_FAMILY, name, f"{reason}; it has {served}")
-            reason = f"{family.name} is a {family.type}: it has no {name}; select {served}"
-            return Miss(FindingKind.WRONG_SUFFIX, name, reason)
+            reason = f"{family.name} is a {family.type}: it has no {name}"
+            sibling = self._sibling(stem, suffix, family.name)
+            if sibling is None:
+                return Miss(FindingKind.WRONG_SUFFIX, name, f"{reason}; select {served}")
+            other, where = sibling
+            reason += f"; {other}, of a similar name, {where}"
+            return Miss(FindingKind.WRONG_SUFFIX, name, reason, hint=f"{other} {where}")
         return None
+
+    def _sibling_of_other_type(self, name: str) -> str | None:
+        """For ``x_total`` where the release's ``x`` is a gauge: a similar family that has it."""
+        suffix = next((s for s in _SUFFIXES if s and name.endswith(s)), "")
+        stem = name.removesuffix(suffix)
+        other = self.engine.catalogue.get(stem) if self.engine is not None and suffix else None
+        if other is None or name in other.sample_names:
+            return None
+        sibling = self._sibling(stem, suffix, other.name)
+        return None if sibling is None else " ".join(sibling)
+
+    def _sibling(self, stem: str, suffix: str, family: str) -> tuple[str, str] | None:
+        """A sample ``x{suffix}`` of another family named like ``stem``, and where it is.
+
+        ``num_retracted_reqs_total`` selects a counter; the gauge ``num_retracted_reqs`` has no
+        such sample, but the counter ``num_retracted_requests`` does: the query most likely
+        means it. A served family first, else one the engine release defines.
+        """
+        served = [
+            (similarity(stem, other.base), other.base + suffix)
+            for other in self.catalog.families.values()
+            if other.name != family and suffix in TYPE_SUFFIXES[other.type]
+        ]
+        best = max(served, default=None)
+        if best is not None and best[0] >= _SIMILAR:
+            return best[1], "is served"
+        if self.engine is None:
+            return None
+        defined = [
+            (similarity(stem, other.name), sample)
+            for other in self.engine.catalogue.families
+            if other.name != stem
+            for sample in other.sample_names
+            if sample == other.name + suffix
+        ]
+        best = max(defined, default=None)
+        if best is None or best[0] < _SIMILAR:
+            return None
+        engine = "SGLang" if self.engine.engine == "sglang" else self.engine.engine
+        return best[1], f"is what {engine} {self.engine.release} defines"
 
     def _missing(self, name: str) -> Miss:
         verdict = self.contract.classify(name)
@@ -165,6 +214,8 @@ class Resolver:
         other = _other_spelling(name)
         if other is not None and self.catalog.family_of(other) is not None:
             hint = f"the other prefix spelling {other} is served"
+        if hint is None:
+            hint = self._sibling_of_other_type(name)
         reason = f"{name} is not served"
         if verdict.cls is MissingClass.UNKNOWN:
             reason += " and is not a contract row"
@@ -179,6 +230,7 @@ class Resolver:
         if hint is None and note.replacement is not None:
             served = self.catalog.family_of(note.replacement) is not None
             hint = f"{note.replacement} is {'served' if served else 'its new name'}"
+
         return Miss(FindingKind.MISSING_FAMILY, name, reason, verdict, hint, note)
 
     def _engine_note(self, name: str, verdict: Verdict) -> EngineNote | None:

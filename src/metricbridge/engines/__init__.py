@@ -14,6 +14,7 @@ from metricbridge.errors import CatalogueError
 
 from .diff import CatalogueDiff, HelpChanged, LabelsChanged, Rename, Retyped, diff_catalogues
 from .features import feature_switch
+from .label_values import value_feature
 from .loader import available_versions, load_catalogue, newest_version
 from .model import Catalogue, EngineFamily, Lifecycle, OptionalLabel
 from .versions import nearest_versions, release_at_or_before, version_key
@@ -36,5 +37,6 @@ __all__ = [
     "nearest_versions",
     "newest_version",
     "release_at_or_before",
+    "value_feature",
     "version_key",
 ]

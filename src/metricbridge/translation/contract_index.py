@@ -20,6 +20,7 @@ from enum import StrEnum
 from metricbridge.config.schema import Disposition, FamilyRule
 from metricbridge.model.family import TYPE_SUFFIXES, MetricType, sample_base
 from metricbridge.model.regex import Pattern
+from metricbridge.translation.rows import APPROXIMATION_SWITCH
 from metricbridge.translation.translate import RowState, RowStatus
 
 __all__ = ["ContractIndex", "MissingClass", "Verdict", "row_sources"]
@@ -106,6 +107,10 @@ class ContractIndex:
             return Verdict(MissingClass.STRUCTURAL, rule.name, rule.note or "never emitted")
         if rule.disposition is Disposition.ENGINE or (status is not None and status.engine):
             note = rule.note or "no note in the contract"
+            if rule.disposition is Disposition.APPROXIMATE:
+                # Engine until a profile switches the stand-in on: say which, or a dashboard
+                # built for the profile reads as broken for want of instrumentation alone.
+                note = f"{APPROXIMATION_SWITCH} ({note})"
             return Verdict(MissingClass.ENGINE, rule.name, note)
         if status is not None and status.state is RowState.STRUCTURAL:
             return Verdict(MissingClass.STRUCTURAL, rule.name, status.reason)

@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from metricbridge.exposition.caches import CodecCaches, labels_size
 from metricbridge.model.family import AnyFamily, FamilyMeta
 from metricbridge.translation.compiled import CompiledRules, ContractRow
-from metricbridge.translation.derive import DeriveMemo
 from metricbridge.translation.naming import Renames, escaped_renames
+from metricbridge.translation.operands import DeriveMemo
 from metricbridge.translation.rows import RowStatus
 from metricbridge.translation.warm_zero import WarmMemo
 

@@ -42,10 +42,8 @@ class RowStatus:
 
 
 # An approximate row while no profile switches approximations on: an engine row then.
-APPROXIMATION_OFF = (
-    "needs instrumentation inside the engine; an approximation is served with "
-    "--profile approximations"
-)
+APPROXIMATION_SWITCH = "an approximation is served with --profile approximations"
+APPROXIMATION_OFF = f"needs instrumentation inside the engine; {APPROXIMATION_SWITCH}"
 
 
 def row_status(  # noqa: PLR0911, PLR0913 - a decision table
