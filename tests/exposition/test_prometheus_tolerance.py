@@ -135,10 +135,17 @@ def test_a_last_line_without_its_newline_is_read(payload: bytes, last: bytes) ->
 
 
 def test_a_last_line_cut_inside_a_label_value_is_refused() -> None:
-    """A line cut short is still refused by the grammar, with its line; the rest is served."""
+    """A last line without its newline that does not parse is a body cut short where no
+    framing said so (a close-delimited answer): the payload is refused, naming the line, as
+    Prometheus refuses the scrape. A broken line that ends in its newline drops its family only.
+    """
     # promparse_test.go TestPromParseErrors: `something_weird{problem="` with no newline.
     payload = b'# HELP g A gauge.\n# TYPE g gauge\ng{a="b"} 1\n# TYPE w gauge\nw{problem="'
-    for exposition in reads(payload, Format.TEXT):
+    for verify in Verify:
+        with pytest.raises(ExpositionError, match="does not parse") as caught:
+            read_exposition(payload, Format.TEXT, verify)
+        assert caught.value.line == 5
+    for exposition in reads(payload + b"\n", Format.TEXT):
         assert [family.name for family in exposition.families] == ["g"]
         assert [(problem.line, problem.family) for problem in exposition.problems] == [(5, "w")]
 

@@ -342,13 +342,14 @@ def read_exposition(
     if crlf >= 0:
         line = payload.count(b"\n", 0, crlf) + 1
         raise ExpositionError("CRLF line ending; exposition lines end with \\n only", line=line)
-    if fmt is Format.OPENMETRICS:
-        if b"\n# EOF" not in payload and not payload.startswith(b"# EOF"):
-            raise ExpositionError("OpenMetrics exposition has no '# EOF' line (truncated body?)")
-    elif not payload.endswith(b"\n"):
+    if fmt is Format.OPENMETRICS and b"\n# EOF" not in payload and not payload.startswith(b"# EOF"):
+        raise ExpositionError("OpenMetrics exposition has no '# EOF' line (truncated body?)")
+    unterminated = None
+    if fmt is Format.TEXT and not payload.endswith(b"\n"):
         # Prometheus' text parser appends the newline itself (``NewPromParser``), so a last
         # line without one is read as if it had it. A body cut short is the transport's to
         # catch (Content-Length, chunked framing: ``service.scrape``), not the last byte's.
+        unterminated = payload.count(b"\n") + 1
         payload += b"\n"
     reader = _Reader(payload, fmt, verify, caches=caches)
     exposition = reader.run()
@@ -356,6 +357,13 @@ def read_exposition(
         # An HTML error page or a health check's "OK" served as text/plain: not an exposition.
         first = exposition.problems[0]
         raise ExpositionError(f"nothing in the body is an exposition ({first})")
+    if unterminated is not None and any(p.line == unterminated for p in exposition.problems):
+        # Unless that line does not parse: then the body is cut short where no framing could
+        # say so (a close-delimited response), and Prometheus' parser refuses it too.
+        raise ExpositionError(
+            "last line has no terminating newline and does not parse (truncated body?)",
+            line=unterminated,
+        )
     if fmt is Format.TEXT:
         exposition.families, problems = merge_created_families(exposition.families, caches=caches)
         exposition.problems.extend(problems)
