@@ -208,3 +208,29 @@ def test_every_link_between_pages_reaches_its_page_and_heading(page: Path) -> No
         elif anchor and linked.suffix == ".md" and anchor not in _anchors(linked):
             broken.append(f"{target}#{anchor}")
     assert not broken, f"{page.name}: broken links {broken}"
+
+
+def test_the_readme_flag_table_lists_every_serve_flag_and_its_variable() -> None:
+    """Each flag of `metricbridge serve` is a row of the README's table, with its variable."""
+    import argparse  # noqa: PLC0415 - this test alone builds the parser
+
+    from metricbridge.cli.serve_options import add_service_options  # noqa: PLC0415
+
+    parser = argparse.ArgumentParser()
+    add_service_options(parser)
+    flags = {
+        max(action.option_strings, key=len)
+        for action in parser._actions
+        if action.option_strings and action.dest != "help"
+    }
+    rows = [
+        line for line in (ROOT / "README.md").read_text().splitlines() if line.startswith("| `-")
+    ]
+    cells = [re.split(r"(?<!\\)\|", row)[1] for row in rows]  # a \| inside a cell is no border
+    spans = [span for cell in cells for span in re.findall(r"`([^`]+)`", cell)]
+    documented = {flag for span in spans for flag in re.findall(r"--[\w.-]+", span)}
+    assert flags <= documented, f"not in the README's table: {sorted(flags - documented)}"
+    variables = set(re.findall(r"METRICBRIDGE_[A-Z_]+", " ".join(rows)))
+    for action in parser._actions:
+        named = re.findall(r"env (METRICBRIDGE_[A-Z_]+)", " ".join((action.help or "").split()))
+        assert set(named) <= variables, (action.option_strings, named)
