@@ -28,7 +28,7 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test of a module sized by ``helpers.strength`` is a campaign: CI runs it at full size."""
-    sized = (strength.examples, strength.count)
+    sized = (strength.examples, strength.count, strength.full)
     for item in items:
         module = getattr(item, "module", None)
         if module is not None and any(value in sized for value in vars(module).values()):

@@ -6,7 +6,7 @@ while, for the whole module, a prober process GETs ``/-/healthy`` every 100 ms a
 process keeps clients that never read, sends malformed requests and floods ``POST /-/reload``.
 Each phase is one test, and each asserts, for its own window:
 
-- every ``/-/healthy`` probe was answered 200 within ``HEALTH_BUDGET`` (1 s);
+- every ``/-/healthy`` probe was answered 200 within ``HEALTH_BUDGET`` (1 s at full strength);
 - every ``/metrics`` answer, text 0.0.4 and OpenMetrics, plain and gzip, is 200 and parses with
   prometheus_client's parser for its format (text: with ``promtool check metrics`` too; the
   promtool CI installs reads only the text format);
@@ -57,14 +57,17 @@ from helpers.parsed import Key, sample_values
 from helpers.paths import FIXTURES
 from helpers.ports import free_port
 from helpers.promtool import promtool_check_metrics
-from helpers.strength import count
+from helpers.strength import count, full
 from helpers.tp1_payloads import TP1
 
 # Its tests walk one campaign (the module's `campaign` fixture, whose phases build on each
 # other): one xdist worker runs them all, in order.
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("hostile")]
 
-HEALTH_BUDGET = 1.0  # seconds: every /-/healthy probe answers within this
+# Seconds: every /-/healthy probe answers within this. A kubelet's default probe timeout, 1 s,
+# in the campaign run (CI); 2.5 s in the README's run, which a newcomer may start on a machine
+# whose cores are busy with other work, where any process can wait a second for a CPU.
+HEALTH_BUDGET = 1.0 if full() else 2.5
 MAX_BYTES = 4 << 20  # --upstream-max-bytes: every hostile payload that is served fits under it
 WRITE_TIMEOUT = 3.0  # --web.write-timeout: a client that never reads is let go after this
 IDLE_TIMEOUT = 2.0  # --web.idle-timeout

@@ -27,6 +27,7 @@ from helpers.hostile import BridgeProcess, Helper
 from helpers.paths import FIXTURES, TESTS
 from helpers.ports import free_port
 from helpers.service import FakeUpstream, bridge_app
+from helpers.strength import full
 from metricbridge.config.load import load_config
 from metricbridge.service.scrape import parse_upstream
 from metricbridge.service.server import STATE, ServiceSettings, make_app
@@ -36,6 +37,9 @@ from metricbridge.service.snapshot import FetchSettings
 # one xdist worker, never beside each other.
 pytestmark = pytest.mark.xdist_group("timing")
 
+# A kubelet's default probe timeout in the campaign run (CI); more in the README's run, which
+# may share its cores with other work (see test_hostile_campaign.HEALTH_BUDGET).
+HEALTH_BUDGET = 1.0 if full() else 2.5
 FAMILY = "sglang:cached_tokens_total"
 SERIES = 30_000  # 1.5 s of translation on an idle machine, 4 s on a loaded one
 OM = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"
@@ -120,7 +124,7 @@ async def _bridge_process(
 async def test_the_loop_answers_health_checks_while_a_large_payload_is_translated(
     aiohttp_server: Any, slow_payload: bytes, tmp_path: Path
 ) -> None:
-    """/-/healthy answers within a second, every time, all through a translation of seconds.
+    """/-/healthy answers within HEALTH_BUDGET, every time, all through a translation of seconds.
 
     The prober is a process of its own, as a kubelet is.
     """
@@ -143,7 +147,7 @@ async def test_the_loop_answers_health_checks_while_a_large_payload_is_translate
     assert _translation_seconds(text) > 1.0, "translation got faster: raise SERIES"
     probes = [p for p in prober.lines if started <= p["t"] <= ended]
     assert len(probes) > 10
-    slow = [p for p in probes if p["status"] != 200 or p["s"] >= 1.0]
+    slow = [p for p in probes if p["status"] != 200 or p["s"] >= HEALTH_BUDGET]
     assert not slow, f"{len(slow)} of {len(probes)} probes late or failed: {slow[:5]}"
 
 
