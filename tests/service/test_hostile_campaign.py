@@ -543,7 +543,13 @@ async def test_silent_connections_beyond_the_cap_give_way_and_lock_no_probe_out(
 # The lock-out attacks, against a bridge of its own at the default cap (512): 600 silent
 # connections while scrapes come, then 1,000 concurrent scrapes, three rounds in the campaign
 # run and one in the README's. test_connections.py runs them small, at a cap of 8.
-LOCKOUT_SIZES = [pytest.param(600, 20, 1000, count(3, 1), id="silent600-concurrent1000")]
+# The README's run keeps its burst under the cap: with every core busy, clients this test starts
+# on the same machine can take over a second to send a request head, and at the cap such a
+# connection rightly gives way to a newcomer. CI's campaign run, on a machine of its own, sends
+# the whole 1,000.
+LOCKOUT_SIZES = [
+    pytest.param(600, 20, count(1000, 400), count(3, 1), id="silent600-burst"),
+]
 
 
 @pytest.mark.parametrize(("silent", "scrapes", "concurrent", "rounds"), LOCKOUT_SIZES)
