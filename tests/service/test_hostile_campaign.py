@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import gzip
 import json
 import math
 import time
+import tracemalloc
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -59,6 +61,13 @@ from helpers.ports import free_port
 from helpers.promtool import promtool_check_metrics
 from helpers.strength import count, full
 from helpers.tp1_payloads import TP1
+from metricbridge.config.load import load_config
+from metricbridge.exposition.caches import CodecCaches
+from metricbridge.exposition.writer import write_exposition
+from metricbridge.model.family import Format
+from metricbridge.translation.compiler import compile_rules
+from metricbridge.translation.pipeline import read_payload, translate_upstreams
+from metricbridge.translation.relabel_cache import RelabelCache
 
 # Its tests walk one campaign (the module's `campaign` fixture, whose phases build on each
 # other): one xdist worker runs them all, in order.
@@ -75,13 +84,16 @@ HEADER_TIMEOUT = 2.0  # --web.read-header-timeout
 MAX_CONNECTIONS = 64  # --web.max-connections
 NEVER_READING = 4  # clients asking for /metrics and never reading, all the time
 # Memory, derived rather than measured: the idle process, plus every cache full to its budget
-# (the bridge's own figure, metricbridge_cache_budget_bytes), plus snapshots of at most the
-# payload cap each. A snapshot holds the body, what was read of it and the renders of the
-# formats asked for: at most SNAPSHOT_FACTOR times the body. Alive at once: the latest, the one
-# being fetched, one whose answer is still being written to a client that reads (the campaign's
-# own scrape, slow to read on a busy machine: a run there peaked 17 MiB, one snapshot, over a
-# bound without it), and for each client that stops reading the one it was being written, until
-# --web.write-timeout.
+# (the bridge's own figure, metricbridge_cache_budget_bytes), plus the bytes of snapshots of at
+# most the payload cap each, plus the translations of the widest payload. A snapshot's bytes are
+# the body, what was read of it and the renders of the formats asked for: at most
+# SNAPSHOT_FACTOR times the body. Alive at once: the latest, the one being fetched, one whose
+# answer is still being written to a client that reads (the campaign's own scrape, slow to read
+# on a busy machine), and for each client that stops reading the answer it was being written,
+# until --web.write-timeout. A family a rule reads is also held as Python objects, many times
+# its text (hostile:wide: about 18x), by the latest snapshot's translation and the one being
+# made; an answer being written pins only its bytes (service/server.py lets go of the snapshot
+# before writing), so those are two translations, measured in this process (translation_bytes).
 SNAPSHOT_FACTOR = 4
 LIVE_SNAPSHOTS = 3 + NEVER_READING
 # The log, whatever the scrapers and the engine send for the whole run: state changes only.
@@ -163,6 +175,36 @@ def wide() -> bytes:
     lines = ["# HELP hostile:wide Many series a rule reads.", "# TYPE hostile:wide gauge"]
     lines += [f'hostile:wide{{shard="{i % 97}",s="{i}"}} {i}' for i in range(WIDE_SERIES)]
     return TP1 + ("\n".join(lines) + "\n").encode()
+
+
+def translation_bytes(rules: Path, payload: bytes) -> tuple[int, int]:
+    """What translating ``payload`` as the bridge does holds afterwards, and its peak on the way.
+
+    Measured with tracemalloc in this process, on the bridge's own code path (read, translate,
+    render in both formats, with long-lived caches warmed by one pass first, as a bridge's are),
+    so the bound follows whatever a parsed series costs in the version under test.
+    """
+    compiled = compile_rules(load_config(rules))
+    caches, relabels = CodecCaches(), RelabelCache()
+
+    def translate_once() -> tuple[object, ...]:
+        read = read_payload(payload, Format.TEXT, compiled, caches=caches)
+        outcome = translate_upstreams([("", read)], compiled, caches=caches, relabel_cache=relabels)
+        families = outcome.translation.families
+        return (outcome, *(write_exposition(families, fmt, caches=caches) for fmt in Format))
+
+    translate_once()
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        kept = translate_once()
+        gc.collect()
+        held, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    del kept
+    return held - before, peak - before
 
 
 # Bytes the default validation (structure) passes through in a family no rule reads.
@@ -248,6 +290,7 @@ class Campaign:
     scrapers: Helper
     tmp: Path
     idle_rss_kib: int = 0
+    translation_bytes: tuple[int, int] = (0, 0)  # held, peak: see translation_bytes()
     cache_budget_bytes: float = 0.0
     excused: list[tuple[float, float]] = field(default_factory=list)
     answers: int = 0
@@ -255,7 +298,9 @@ class Campaign:
     def rss_bound_kib(self) -> int:
         """The peak RSS the bridge may reach, from its budgets and the payload cap (see top)."""
         payloads = LIVE_SNAPSHOTS * SNAPSHOT_FACTOR * MAX_BYTES
-        return self.idle_rss_kib + int((self.cache_budget_bytes + payloads) / 1024)
+        held, peak = self.translation_bytes
+        translations = held + peak  # the latest snapshot's, and the next one's at its peak
+        return self.idle_rss_kib + int((self.cache_budget_bytes + payloads + translations) / 1024)
 
     async def scrape(
         self,
@@ -371,7 +416,18 @@ def campaign(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Campaign]:
         )
         prober.wait_started()
         scrapers.wait_started()
-        yield Campaign(world, engine, trap, bridge, prober, scrapers, tmp, idle_rss_kib=idle)
+        translations = translation_bytes(tmp / "rules.yaml", wide())
+        yield Campaign(
+            world,
+            engine,
+            trap,
+            bridge,
+            prober,
+            scrapers,
+            tmp,
+            idle_rss_kib=idle,
+            translation_bytes=translations,
+        )
     finally:
         # Every process is stopped first, whatever went wrong: a bridge left running would
         # outlive the test run.

@@ -165,6 +165,10 @@ async def handle_metrics(request: web.Request) -> web.StreamResponse:
         parts = await _filtered_body(snapshot, state.metrics, fmt, names, gzip_level)
     else:
         parts = _body(snapshot, state.metrics, fmt, gzip_level)
+    # A client that reads slowly, or not at all until --web.write-timeout, pins only the bytes
+    # it is sent, not the snapshot's translation: the families a rule read are Python objects,
+    # many times the size of their text.
+    del snapshot
     return await _send(request, fmt, parts, compressed=gzip_level is not None)
 
 
