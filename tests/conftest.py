@@ -35,6 +35,22 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.campaign)
 
 
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Fail a test that lost its ``xdist_group`` under ``--dist loadgroup``: it runs anywhere.
+
+    Grouping keeps one campaign's phases on one worker, in order, with its module fixture set up
+    once; pytest-xdist does it by suffixing each grouped test's node id with ``@group``, which a
+    pytest it does not support ignores without a word.
+    """
+    lost = item.get_closest_marker("xdist_group") is not None and "@" not in item.nodeid
+    if lost and getattr(item.config.option, "loadgroup", False):
+        pytest.fail(
+            "--dist loadgroup is not grouping this test (its node id has no @group suffix): "
+            "install the pytest and pytest-xdist versions in constraints.txt",
+            pytrace=False,
+        )
+
+
 @pytest.fixture
 def update_golden(request: pytest.FixtureRequest) -> bool:
     """Whether golden files are being rewritten in this run."""
