@@ -20,8 +20,7 @@ import math
 from collections.abc import Iterable
 from enum import StrEnum
 
-from metricbridge.model.family import AnyFamily, Family, Format, MetricType, sample_base
-from metricbridge.model.family_names import wire_names
+from metricbridge.model.family import TYPE_SUFFIXES, AnyFamily, Family, MetricType, sample_base
 
 
 class Misfit(StrEnum):
@@ -35,15 +34,23 @@ class Misfit(StrEnum):
     QUANTILE_VALUE = "quantile_value"  # a summary quantile's value negative
 
 
+# Every name a family of each type takes in OpenMetrics, as suffixes of its sample base
+# (family_names.wire_names for OpenMetrics, spelled out: this runs on every fetch).
+_OPENMETRICS_NAMES = {mtype: ("", *suffixes) for mtype, suffixes in TYPE_SUFFIXES.items()}
+
+
 def openmetrics_misfit(families: Iterable[AnyFamily]) -> Misfit | None:
     """The first reason OpenMetrics cannot carry ``families`` faithfully, or None if it can."""
     owners: dict[str, str] = {}
     for family in families:
-        meta = family.meta
-        if meta.type is MetricType.COUNTER and not meta.name.endswith("_total"):
-            return Misfit.COUNTER_NAME
-        for name in wire_names(meta.name, meta.type, Format.OPENMETRICS):
-            if owners.setdefault(name, meta.name) != meta.name:
+        name, mtype = family.meta.name, family.meta.type
+        base = name
+        if mtype is MetricType.COUNTER:
+            if not name.endswith("_total"):
+                return Misfit.COUNTER_NAME
+            base = name[: -len("_total")]
+        for suffix in _OPENMETRICS_NAMES[mtype]:
+            if owners.setdefault(base + suffix, name) != name:
                 return Misfit.NAME_CLASH
         if isinstance(family, Family):
             misfit = values_misfit(family)
