@@ -111,3 +111,15 @@ async def test_every_escaping_is_echoed_and_sglang_names_stay(
         bodies[asked] = [line for line in body.splitlines() if line.startswith(b"sglang:")]
     assert bodies[escaping] == bodies[None]
     assert any(line.startswith(b"sglang:num_running_reqs") for line in bodies[escaping])
+
+
+async def test_name_filter_follows_the_snapshots_format(aiohttp_server, aiohttp_client) -> None:
+    """``?name[]=`` answers from the same fetch, so in the same format as its whole answer."""
+    client = await _client(
+        aiohttp_server, aiohttp_client, (FIXTURES / "tp1.prom").read_bytes() + BARE_COUNTER
+    )
+    response = await client.get("/metrics?name[]=jobs", headers={"Accept": PROM3_ACCEPT})
+    assert response.headers["Content-Type"] == f"{TEXT}; escaping=allow-utf-8"
+    body = await response.read()
+    promtool_check_metrics(body)
+    assert [f.name for f in parse_text(body.decode())] == ["jobs"]
