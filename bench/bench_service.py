@@ -1,6 +1,6 @@
 """Service speed and memory against baselines measured in the same run, in one command.
 
-    python bench/bench_service.py [--runs 3] [--prometheus] [--skip PARTS] [--sizes 1MB,10MB]
+    python bench/bench_service.py [--quick] [--runs 3] [--prometheus] [--skip PARTS] [--sizes 1MB,10MB]
 
 Upstream, proxy and bridge each run as a separate process (bench/servers.py), on 127.0.0.1.
 The simulated SGLang engine is ~1 MB (dp8 x tp2) or ~10 MB (dp88 x tp2), serving successive
@@ -18,24 +18,29 @@ values ("evolving"); or, with ``--upstream fixed``, the same bytes.
 2. CPU per scrape. The bridge (``--cache-ttl 0``) and the buffering proxy, scraped in turns,
    each one's user + system time from /proc over ``--cpu-scrapes`` scrapes, with plain
    headers (text, identity) and with Prometheus' (OpenMetrics, gzip). Targets, plain headers:
-   the bridge at most 3x the proxy at 1 MB, 2.5x at 10 MB.
+   the bridge at most 3x the proxy at 1 MB, 2.5x at 10 MB. The bridge's CPU is also shown
+   against ``split`` + ``join`` of the same payloads in this process.
 3. Cached throughput. The bridge with ``--cache-ttl 3600`` serving its translated 1 MB response,
    against an aiohttp server serving the same bytes from memory, with ``wrk`` (or an aiohttp
    client when wrk is missing). Target: at least 75 %.
 4. Memory. The bridge scraping the evolving 10 MB engine ``--memory-scrapes`` times: RSS above
    the idle process (target at most 4x the payload) and growth from scrape 100 to the last
    (target at most 5 %).
-5. With ``--prometheus``: bench/bench_prometheus.py, a real Prometheus scraping the engine and
+5. Big families (bench/big_families.py): a family a rule reads with 99,999 series and one no
+   rule reads with 10^6, seconds per fetch through a default bridge; ``?name[]=`` on the
+   latter, 8 concurrent requests.
+6. With ``--prometheus``: bench/bench_prometheus.py, a real Prometheus scraping the engine and
    then the bridge for ``--prometheus-seconds`` each; the bridge's CPU per scrape as a ratio
    of Prometheus' own ingest (target at most 0.5x).
+
+The run ends with a table of every figure that has a target: figure, measured, target, met.
+``--quick`` runs every part at small counts (one run each, fewer scrapes), in a few minutes.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import functools
 import re
 import shutil
 import statistics
@@ -43,123 +48,32 @@ import subprocess
 import sys
 import tempfile
 import time
-import zlib
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import aiohttp
 import bench_prometheus
+import big_families
+from bench_translate import SplitJoin
+from client import HEADER_SETS, TEXT_ACCEPT, running, timed_get
+from gzip_levels import gzip_levels
+from latency import latency_part
 from servers import BENCH, Process, Usage
+from summary import Figure, load, print_table
 
-from metricbridge.service import gzip_framing
-
-TEXT_ACCEPT = {"Accept": "text/plain;version=0.0.4", "Accept-Encoding": "identity"}
-# What Prometheus 3 sends (scrape_protocols' default order, gzip): OpenMetrics first.
-PROMETHEUS_HEADERS = {
-    "Accept": "application/openmetrics-text;version=1.0.0;escaping=allow-utf-8,"
-    "application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=1.0.0;"
-    "escaping=allow-utf-8;q=0.5,text/plain;version=0.0.4;q=0.4,*/*;q=0.1",
-    "Accept-Encoding": "gzip",
-    "X-Prometheus-Scrape-Timeout-Seconds": "10",
-}
-HEADER_SETS = {"plain": TEXT_ACCEPT, "prometheus": PROMETHEUS_HEADERS}
 # Bridge CPU per scrape over a buffered proxy's, plain headers. With Prometheus' headers the
 # yardstick is Prometheus' own ingest of the payload: bench/bench_prometheus.py.
 CPU_TARGETS = {("1MB", "plain"): 3.0, ("10MB", "plain"): 2.5}
-
-
-@contextlib.contextmanager
-def running(*processes: Process) -> Iterator[None]:
-    """Stop every process on the way out, whatever happened."""
-    try:
-        yield
-    finally:
-        for process in processes:
-            process.stop()
-
-
-async def timed_get(
-    session: aiohttp.ClientSession, url: str, headers: dict[str, str] = TEXT_ACCEPT
-) -> tuple[float, int]:
-    """Seconds to fetch and read one whole response, and its size (decompressed)."""
-    started = time.perf_counter()
-    async with session.get(url, headers=headers) as response:
-        body = await response.read()
-        if response.status != 200:
-            raise RuntimeError(f"{url}: HTTP {response.status}")
-    return time.perf_counter() - started, len(body)
-
-
-# --- 1. added latency ---------------------------------------------------------------------
-
-
-async def latency(
-    size: str, runs: int, requests: int, *, evolve: bool, env: dict[str, str]
-) -> dict[str, list[float]]:
-    """Per-run median seconds for each path; also prints sizes."""
-    upstream = Process.upstream(size, evolve=evolve)
-    with running(upstream):
-        await upstream.ready("/count")
-        paths = {
-            "direct": upstream,
-            "proxy": Process.proxy(upstream.url + "/metrics"),
-            "proxy-buffered": Process.proxy(upstream.url + "/metrics", buffered=True),
-            "bridge": Process.bridge(upstream.url + "/metrics", cache_ttl=0, env=env),
-        }
-        with running(*paths.values()):
-            for process in paths.values():
-                await process.ready("/")
-            medians: dict[str, list[float]] = {name: [] for name in paths}
-            sizes: dict[str, int] = {}
-            async with aiohttp.ClientSession() as session:
-                for _ in range(3):  # warm-up: connections, header caches, first translation
-                    for process in paths.values():
-                        await timed_get(session, process.url + "/metrics")
-                for _ in range(runs):
-                    times: dict[str, list[float]] = {name: [] for name in paths}
-                    for _ in range(requests):
-                        for name, process in paths.items():
-                            seconds, sizes[name] = await timed_get(
-                                session, process.url + "/metrics"
-                            )
-                            times[name].append(seconds)
-                    for name, values in times.items():
-                        medians[name].append(statistics.median(values))
-    kind = "evolving" if evolve else "fixed"
-    print(
-        f"  {size} ({kind}): upstream body {sizes['direct']:,} B, bridge response {sizes['bridge']:,} B"
-    )
-    return medians
-
-
-def report_latency(size: str, medians: dict[str, list[float]]) -> None:
-    """Print added latency per path and the bridge/proxy ratios, per run and as medians."""
-    direct = medians["direct"]
-    added = {
-        name: [m - d for m, d in zip(values, direct, strict=True)]
-        for name, values in medians.items()
-        if name != "direct"
-    }
-    print(f"  {size}: direct scrape median {statistics.median(direct) * 1e3:.2f} ms")
-    for name, values in added.items():
-        runs = ", ".join(f"{v * 1e3:.2f}" for v in values)
-        print(f"    {name:>15} adds {statistics.median(values) * 1e3:7.2f} ms  (runs: {runs})")
-    for baseline in ("proxy", "proxy-buffered"):
-        ratios = [b / p for b, p in zip(added["bridge"], added[baseline], strict=True) if p > 0]
-        shown = ", ".join(f"{r:.1f}" for r in ratios)
-        print(
-            f"    bridge/{baseline} added-latency ratio: {statistics.median(ratios):.1f}x "
-            f"(runs: {shown}; target <= 3x)"
-        )
-
 
 # --- 2. CPU per scrape ---------------------------------------------------------------------
 
 
 async def cpu_per_scrape(
     size: str, runs: int, scrapes: int, headers: dict[str, str], env: dict[str, str]
-) -> dict[str, list[Usage]]:
+) -> tuple[dict[str, list[Usage]], float]:
     """Per run, each server's CPU and page faults per scrape, the two scraped in turns.
+
+    Also the median CPU seconds of ``split`` + ``join`` over the upstream's payloads, in this
+    process: the issue's second yardstick, the cost of touching every line once.
 
     The buffered proxy and the bridge (``--cache-ttl 0``: every scrape fetches, translates and
     renders) are scraped alternately, one request at a time, so that both see the same machine
@@ -181,6 +95,7 @@ async def cpu_per_scrape(
                 for _ in range(5):  # warm-up: connections, caches, the allocator's pools
                     for process in paths.values():
                         await timed_get(session, process.url + "/metrics", headers)
+                split_join = await split_join_seconds(session, upstream.url + "/metrics")
                 for _ in range(runs):
                     before = {name: process.cpu() for name, process in paths.items()}
                     for _ in range(scrapes):
@@ -200,9 +115,24 @@ async def cpu_per_scrape(
     print(
         f"    {size} bridge RSS after each run: "
         + ", ".join(f"{r / 1024:.0f}" for r in rss)
-        + f" MiB; peak {peak / 1024:.0f} MiB"
+        + f" MiB; peak {peak / 1024:.0f} MiB; split+join of the payload {split_join * 1e3:.2f} ms CPU"
     )
-    return usage
+    return usage, split_join
+
+
+async def split_join_seconds(session: aiohttp.ClientSession, url: str, count: int = 9) -> float:
+    """Median CPU seconds of ``split`` + ``join`` over ``count`` successive upstream payloads."""
+    bodies = []
+    for _ in range(count):
+        async with session.get(url, headers=TEXT_ACCEPT) as response:
+            bodies.append(await response.read())
+    baseline, spent = SplitJoin(), []
+    baseline(bodies[0])
+    for body in bodies:
+        started = time.process_time()
+        baseline(body)
+        spent.append(time.process_time() - started)
+    return statistics.median(spent)
 
 
 def report_cpu(size: str, which: str, usage: dict[str, list[Usage]], target: float | None) -> float:
@@ -227,56 +157,6 @@ def report_cpu(size: str, which: str, usage: dict[str, list[Usage]], target: flo
         f"(runs: {shown}" + (f"; target <= {target:g}x)" if target is not None else ")")
     )
     return median
-
-
-# --- 0b. gzip levels ------------------------------------------------------------------------
-
-
-async def gzip_levels(size: str, runs: int) -> None:
-    """Compress the bridge's own OpenMetrics answer with each compressor and level, taking turns.
-
-    The bridge's compressor (ISA-L, levels 0-3) against zlib's levels 1 and 6, as ratios to
-    zlib's level 1; ms and compression ratio. The answer is fetched from a bridge in front of
-    the evolving engine, so the bytes are what Prometheus would be sent; each compresses the
-    same bytes, ``runs`` x 3 times.
-    """
-    upstream = Process.upstream(size, evolve=True)
-    with running(upstream):
-        await upstream.ready("/count")
-        bridge = Process.bridge(upstream.url + "/metrics", cache_ttl=0)
-        with running(bridge):
-            await bridge.ready("/")
-            headers = {**PROMETHEUS_HEADERS, "Accept-Encoding": "identity"}
-            async with aiohttp.ClientSession() as session:
-                await timed_get(session, bridge.url + "/metrics", headers)
-                async with session.get(bridge.url + "/metrics", headers=headers) as response:
-                    body = await response.read()
-    compressors: dict[str, Callable[[], bytes]] = {
-        f"zlib {level}": functools.partial(_zlib_gzip, body, level) for level in (1, 6)
-    }
-    for level in gzip_framing.LEVELS:
-        compressors[f"isal {level}"] = functools.partial(gzip_framing.gzip_member, body, level)
-    names = list(compressors)
-    spent: dict[str, list[float]] = {name: [] for name in names}
-    sizes: dict[str, int] = {}
-    for turn in range(runs * 3):
-        for index in range(len(names)):
-            name = names[(turn + index) % len(names)]
-            started = time.perf_counter()
-            sizes[name] = len(compressors[name]())
-            spent[name].append(time.perf_counter() - started)
-    base = statistics.median(spent["zlib 1"])
-    shown = ", ".join(
-        f"{name}: {statistics.median(spent[name]) * 1e3:.1f} ms ({statistics.median(spent[name]) / base:.2f}x)"
-        f" {len(body) / sizes[name]:.1f}:1"
-        for name in names
-    )
-    print(f"  {size} ({len(body):,} B answer): {shown}")
-
-
-def _zlib_gzip(body: bytes, level: int) -> bytes:
-    packer = zlib.compressobj(level, zlib.DEFLATED, 31)
-    return packer.compress(body) + packer.flush()
 
 
 # --- 3. cached throughput -----------------------------------------------------------------
@@ -407,9 +287,27 @@ async def memory(scrapes: int, env: dict[str, str]) -> None:
     )
 
 
+# What --quick changes, where the option was left at its default: every part in a few minutes.
+# Not --cpu-scrapes: CPU time is read in clock ticks (10 ms), so fewer scrapes blur 1 MB's.
+QUICK = {
+    "runs": 1,
+    "requests": 10,
+    "upstream": "evolving",
+    "headers": "plain",
+    "throughput_seconds": 3,
+    "memory_scrapes": 60,
+    "repeat": 3,
+    "big_fetches": 2,
+    "big_rounds": 1,
+}
+
+
 async def main() -> None:
     """Run every part and print figures and ratios."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--quick", action="store_true", help="small counts, every part: " + str(QUICK)
+    )
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--requests", type=int, default=60, help="requests per path per run")
     parser.add_argument("--sizes", default="1MB,10MB")
@@ -438,8 +336,10 @@ async def main() -> None:
     parser.add_argument(
         "--skip",
         default="",
-        help="comma-separated: translation,gzip,latency,cpu,throughput,memory",
+        help="comma-separated: translation,gzip,latency,cpu,throughput,memory,big",
     )
+    parser.add_argument("--big-fetches", type=int, default=4, help="big families: per payload")
+    parser.add_argument("--big-rounds", type=int, default=2, help="big families: name[] bursts")
     parser.add_argument("--repeat", type=int, default=7, help="bench_translate.py's --repeat")
     parser.add_argument(
         "--prometheus",
@@ -448,36 +348,57 @@ async def main() -> None:
     )
     parser.add_argument("--prometheus-seconds", type=float, default=60.0, help="each window")
     args = parser.parse_args()
-    await run_parts(args, set(args.skip.split(",")))
+    if args.quick:
+        for key, value in QUICK.items():
+            if getattr(args, key) == parser.get_default(key):
+                setattr(args, key, value)
+    figures = await run_parts(args, set(args.skip.split(",")))
+    print_table(figures)
 
 
-async def latency_part(args: argparse.Namespace, env: dict[str, str]) -> None:
-    """Part 1, every upstream mode and size."""
-    print("1. added latency (sequential scrapes, one at a time, round-robin over the paths):")
-    for mode in args.upstream.split(","):
-        for size in args.sizes.split(","):
-            medians = await latency(
-                size, args.runs, args.requests, evolve=mode == "evolving", env=env
-            )
-            report_latency(size, medians)
-
-
-async def cpu_part(args: argparse.Namespace, env: dict[str, str]) -> None:
-    """Part 2, every size with every header set."""
+async def cpu_part(args: argparse.Namespace, env: dict[str, str]) -> list[Figure]:
+    """Part 2, every size with every header set; the figures of the plain-header runs."""
     print("2. CPU per scrape, bridge (--cache-ttl 0) vs a buffered pass-through proxy:")
+    figures = []
     for size in args.sizes.split(","):
         for which in args.headers.split(","):
-            usage = await cpu_per_scrape(size, args.runs, args.cpu_scrapes, HEADER_SETS[which], env)
-            report_cpu(size, which, usage, CPU_TARGETS.get((size, which)))
+            headers = HEADER_SETS[which]
+            usage, split_join = await cpu_per_scrape(
+                size, args.runs, args.cpu_scrapes, headers, env
+            )
+            target = CPU_TARGETS.get((size, which))
+            ratio = report_cpu(size, which, usage, target)
+            bridge = statistics.median(u.total for u in usage["bridge"])
+            print(f"    {size} {which:>10} bridge / split+join: {bridge / split_join:.1f}x")
+            if target is not None:
+                name = f"CPU per uncached scrape, {size}, vs buffered proxy"
+                figures.append(Figure.at_most(name, ratio, target, "x"))
+                figures.append(
+                    Figure("  same, vs split+join", f"{bridge / split_join:.1f}x", "-", None)
+                )
+    return figures
 
 
-async def run_parts(args: argparse.Namespace, skip: set[str]) -> None:
-    """Every part not in ``skip``, in order (Prometheus' only with ``--prometheus``)."""
+async def run_parts(args: argparse.Namespace, skip: set[str]) -> list[Figure]:
+    """Every part not in ``skip``, in order (Prometheus' only with ``--prometheus``).
+
+    Returns the figures that have targets, for the final table.
+    """
     env = dict(item.split("=", 1) for item in args.bridge_env)
+    figures: list[Figure] = []
     if "translation" not in skip:
         print("0. translation (bench/bench_translate.py, in a process of its own):", flush=True)
-        command = [sys.executable, str(BENCH / "bench_translate.py"), "--repeat", str(args.repeat)]
-        await asyncio.to_thread(subprocess.run, command, check=True)
+        with tempfile.TemporaryDirectory() as tmp:
+            summary = Path(tmp) / "translate.json"
+            command = [
+                sys.executable,
+                str(BENCH / "bench_translate.py"),
+                "--repeat",
+                str(args.repeat),
+            ]
+            command += ["--cpu-time", "--summary", str(summary)]
+            await asyncio.to_thread(subprocess.run, command, check=True)
+            figures += load(summary)
     if "gzip" not in skip:
         print("0b. gzip compressors and levels for the bridge's answer (Prometheus asks for gzip):")
         for size in args.sizes.split(","):
@@ -485,17 +406,21 @@ async def run_parts(args: argparse.Namespace, skip: set[str]) -> None:
     if "latency" not in skip:
         await latency_part(args, env)
     if "cpu" not in skip:
-        await cpu_part(args, env)
+        figures += await cpu_part(args, env)
     if "throughput" not in skip:
         print("3. cached-response throughput:")
         await throughput(args.runs, args.throughput_seconds, args.connections, env)
     if "memory" not in skip:
         print("4. memory:")
         await memory(args.memory_scrapes, env)
+    if "big" not in skip:
+        print("5. big families through the service (bench/big_families.py):", flush=True)
+        figures += await big_families.run(args.big_fetches, args.big_rounds)
     if args.prometheus:
-        print("5. against a real Prometheus (bench/bench_prometheus.py):")
+        print("6. against a real Prometheus (bench/bench_prometheus.py):")
         settings = bench_prometheus.Settings(args.prometheus_seconds, 10.0, "1s", env)
         await bench_prometheus.run(args.sizes, 1, settings)
+    return figures
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Processes for the service benchmarks: a payload upstream, a pass-through proxy, the bridge.
 
-    python bench/servers.py upstream --port P (--payload 1MB|10MB [--evolve] | --file PATH)
+    python bench/servers.py upstream --port P (--payload 1MB|10MB [--evolve] | --file PATH...)
     python bench/servers.py proxy --port P --upstream URL [--buffered]
 
 Each runs in its own process so the GIL and the RSS of the bridge are its own. The upstream
@@ -41,12 +41,12 @@ COUNT = web.AppKey("count", dict)
 # --- the roles ----------------------------------------------------------------------------
 
 
-def upstream_app(payload: str | None, file: Path | None, *, evolve: bool) -> web.Application:
-    """Serve one payload: fixed bytes, or successive scrapes of a simulated engine, 1 s apart."""
+def upstream_app(payload: str | None, files: list[Path], *, evolve: bool) -> web.Application:
+    """Serve one payload: files' bytes in rotation, or successive scrapes of a simulated engine."""
     app = web.Application()
     app[COUNT] = {"metrics": 0}
-    if file is not None:
-        bodies = [file.read_bytes()]
+    if files:
+        bodies = [file.read_bytes() for file in files]
     else:
         dp, tp = SHAPES[payload or "1MB"]
         engine = SimulatedEngine(dp_size=dp, tp_size=tp, seed=7)
@@ -143,12 +143,21 @@ class Process:
 
     @classmethod
     def upstream(
-        cls, payload: str | None = None, *, evolve: bool = False, file: Path | None = None
+        cls,
+        payload: str | None = None,
+        *,
+        evolve: bool = False,
+        file: Path | None = None,
+        files: list[Path] | None = None,
     ) -> Process:
-        """A payload upstream."""
+        """A payload upstream: a simulated engine, or ``file`` (or ``files`` in rotation)."""
         port = free_port()
         args = [str(BENCH / "servers.py"), "upstream", "--port", str(port)]
-        args += ["--file", str(file)] if file else ["--payload", payload or "1MB"]
+        served = [file] if file else (files or [])
+        for path in served:
+            args += ["--file", str(path)]
+        if not served:
+            args += ["--payload", payload or "1MB"]
         return cls("upstream", [*args, *(["--evolve"] if evolve else [])], port)
 
     @classmethod
@@ -259,7 +268,7 @@ def main() -> None:
     up = roles.add_parser("upstream")
     up.add_argument("--port", type=int, required=True)
     up.add_argument("--payload", choices=sorted(SHAPES))
-    up.add_argument("--file", type=Path)
+    up.add_argument("--file", type=Path, action="append", default=[], help="again to rotate")
     up.add_argument("--evolve", action="store_true")
     proxy = roles.add_parser("proxy")
     proxy.add_argument("--port", type=int, required=True)

@@ -42,6 +42,23 @@ def test_openmetrics_output_and_stdin(
     assert capsysbinary.readouterr().out.endswith(b"# EOF\n")
 
 
+@pytest.mark.parametrize("fmt", ["openmetrics", "text"])
+def test_openmetrics_output_says_when_it_cannot_carry_a_family(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str
+) -> None:
+    """A counter not named _total: written as asked, said on stderr (not for text, which can)."""
+    source = tmp_path / "bare.prom"
+    source.write_bytes(b"# TYPE jobs counter\njobs 3\n")
+    assert main(["translate", str(source), "--format", fmt]) == 0
+    captured = capsys.readouterr()
+    assert "jobs 3\n" in captured.out
+    warning = (
+        f"{source}: OpenMetrics cannot carry every family (counter_name); written as asked, "
+        "where the service answers text 0.0.4 (--format text)\n"
+    )
+    assert captured.err == (warning if fmt == "openmetrics" else "")
+
+
 def test_malformed_input_exits_2_naming_the_line_and_writes_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

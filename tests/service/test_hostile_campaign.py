@@ -318,8 +318,14 @@ class Campaign:
             ) as response:
                 raw = await response.read()
                 assert response.status == 200, raw[:500]
-            om, gzipped = accept == OM_ACCEPT, encoding == "gzip"
-            answers.append(await asyncio.to_thread(check_exposition, raw, om=om, gzipped=gzipped))
+                served = response.headers["Content-Type"]
+            # OpenMetrics asked, text served: only when OpenMetrics cannot carry a family, and
+            # counted (see test_service_formats.py).
+            om, gzipped = served.startswith("application/openmetrics-text"), encoding == "gzip"
+            answer = await asyncio.to_thread(check_exposition, raw, om=om, gzipped=gzipped)
+            if accept == OM_ACCEPT and not om:
+                assert answer.total("metricbridge_format_fallbacks_total") > 0, served
+            answers.append(answer)
             self.answers += 1
         return answers
 

@@ -42,7 +42,10 @@ async def test_text_scrape_serves_contract_and_self_metrics(aiohttp_server, aioh
     client = await _start(aiohttp_server, aiohttp_client, upstream)
     response = await client.get("/metrics")
     assert response.status == 200
-    assert response.headers["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8"
+    # No Accept header: client_golang's default escaping, echoed as it echoes it.
+    assert response.headers["Content-Type"] == (
+        "text/plain; version=0.0.4; charset=utf-8; escaping=underscores"
+    )
     text = await response.text()
     names = _names(text)
     assert {
@@ -59,11 +62,16 @@ async def test_text_scrape_serves_contract_and_self_metrics(aiohttp_server, aioh
 async def test_openmetrics_negotiated_for_prometheus(
     aiohttp_server, aiohttp_client, accept: str
 ) -> None:
-    """Prometheus' Accept headers get OpenMetrics 1.0.0 with colons intact and a single # EOF."""
+    """Prometheus' Accept headers get OpenMetrics 1.0.0 with colons intact and a single # EOF.
+
+    The Content-Type echoes the escaping asked for (Prometheus 3: allow-utf-8; Prometheus 2
+    asks none: underscores), as client_golang echoes it.
+    """
     client = await _start(aiohttp_server, aiohttp_client, FakeUpstream())
     response = await client.get("/metrics", headers={"Accept": accept})
+    escaping = "allow-utf-8" if accept == PROM3_ACCEPT else "underscores"
     assert response.headers["Content-Type"] == (
-        "application/openmetrics-text; version=1.0.0; charset=utf-8; escaping=underscores"
+        f"application/openmetrics-text; version=1.0.0; charset=utf-8; escaping={escaping}"
     )
     text = await response.text()
     assert text.endswith("# EOF\n")

@@ -22,6 +22,7 @@ from metricbridge.cli.problems import print_config_error
 from metricbridge.cli.sources import add_server_info_option, read_server_info
 from metricbridge.config.load import load_config
 from metricbridge.errors import ConfigError, ExpositionError, InputError, OutputError
+from metricbridge.exposition.openmetrics_fit import openmetrics_misfit
 from metricbridge.model.family import Format, Verify
 from metricbridge.translation.compiler import compile_rules
 from metricbridge.translation.pipeline import detect_format, render, run_pipeline, stray_eof_line
@@ -259,4 +260,12 @@ def _translated(args: argparse.Namespace) -> bytes:
         lines = [f"{source}: {problem}" for problem in outcome.problems]
         lines.append(f"{source}: {len(outcome.problems)} problem(s); nothing written")
         raise _UnusableInputError("\n".join(lines))
-    return render(outcome, Format(args.format))
+    fmt = Format(args.format)
+    misfit = openmetrics_misfit(outcome.translation.families)
+    if fmt is Format.OPENMETRICS and misfit is not None:
+        print(
+            f"{source}: OpenMetrics cannot carry every family ({misfit.value}); written as "
+            "asked, where the service answers text 0.0.4 (--format text)",
+            file=sys.stderr,
+        )
+    return render(outcome, fmt)

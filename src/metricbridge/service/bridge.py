@@ -341,6 +341,7 @@ class Bridge:
             rules,
             cut_short,
             self.caches,
+            work.misfit,
         )
         if render is not None and work.part is not None:
             snapshot.keep(render[0], compressed=render[1], part=work.part)

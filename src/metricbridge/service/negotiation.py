@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from enum import StrEnum
 
 from metricbridge.model.family import Format
 
-OPENMETRICS_TYPE = (
-    "application/openmetrics-text; version=1.0.0; charset=utf-8; escaping=underscores"
-)
+OPENMETRICS_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8"
 TEXT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
@@ -19,30 +19,95 @@ def _q(params: dict[str, str]) -> float:
         return 0.0
 
 
-def choose_format(accept: str | None) -> Format:
-    """OpenMetrics 1.0.0 when the Accept header prefers it (q-values honoured), else text 0.0.4.
+class Escaping(StrEnum):
+    """The ``escaping`` values of an Accept clause (Prometheus 3, client_golang's expfmt)."""
 
-    Every name the bridge serves fits the legacy charset (colons included), so the answer is
-    the same whatever ``escaping`` a Prometheus 3 scraper asks for.
-    """
-    best_om = best_text = 0.0
+    ALLOW_UTF8 = "allow-utf-8"
+    UNDERSCORES = "underscores"
+    DOTS = "dots"
+    VALUES = "values"
+
+
+_ESCAPINGS = frozenset(scheme.value for scheme in Escaping)
+
+
+@dataclass(frozen=True, slots=True)
+class Negotiated:
+    """What an Accept header asked for: a wire format and an escaping of names."""
+
+    format: Format
+    escaping: Escaping
+
+
+@dataclass(frozen=True, slots=True)
+class _Clause:
+    media: str
+    params: dict[str, str]
+    q: float
+
+    @property
+    def openmetrics(self) -> bool:
+        return self.media == "application/openmetrics-text" and self.params.get(
+            "version", "1.0.0"
+        ) in ("1.0.0", "0.0.1")
+
+    @property
+    def text(self) -> bool:
+        return self.media in ("text/plain", "*/*", "text/*")
+
+
+def _clauses(accept: str | None) -> list[_Clause]:
+    """The clauses of an Accept header, most preferred first (a stable sort: ties keep order)."""
+    clauses = []
     for entry in (accept or "").split(","):
         media, *raw_params = (part.strip() for part in entry.split(";"))
-        params = dict(p.split("=", 1) for p in raw_params if "=" in p)
-        q = _q(params)
-        if media.lower() == "application/openmetrics-text" and params.get("version", "1.0.0") in (
-            "1.0.0",
-            "0.0.1",
-        ):
-            best_om = max(best_om, q)
-        elif media.lower() in ("text/plain", "*/*", "text/*"):
-            best_text = max(best_text, q)
+        params = {
+            key.strip().lower(): value.strip()
+            for key, _, value in (p.partition("=") for p in raw_params if "=" in p)
+        }
+        clauses.append(_Clause(media.lower(), params, _q(params)))
+    return sorted(clauses, key=lambda clause: -clause.q)
+
+
+def negotiate(accept: str | None) -> Negotiated:
+    """The format (``choose_format``) and the escaping an Accept header asks for.
+
+    The escaping is client_golang's (expfmt ``NegotiateAccept``): the ``escaping`` parameter of
+    the clause that chose the format, else of the last clause before it that had a known one,
+    in order of preference; ``underscores`` when none did. Every name the bridge serves is a
+    legacy name (the reader spells UTF-8 names with underscores; ``sglang:`` names are legacy
+    names, colons included), and client_golang escapes only names that are not, so the body is
+    the same under every escaping; the Content-Type says which one was negotiated.
+    """
+    clauses = _clauses(accept)
+    fmt = choose_format(accept)
+    escaping = Escaping.UNDERSCORES
+    for clause in clauses:
+        if clause.q <= 0:
+            continue
+        named = clause.params.get("escaping", "")
+        if named in _ESCAPINGS:  # absent or unknown: ignored, as client_golang ignores it
+            escaping = Escaping(named)
+        if clause.openmetrics if fmt is Format.OPENMETRICS else clause.text:
+            break
+    return Negotiated(fmt, escaping)
+
+
+def choose_format(accept: str | None) -> Format:
+    """OpenMetrics 1.0.0 when the Accept header prefers it (q-values honoured), else text 0.0.4."""
+    best_om = best_text = 0.0
+    for clause in _clauses(accept):
+        if clause.openmetrics:
+            best_om = max(best_om, clause.q)
+        elif clause.text:
+            best_text = max(best_text, clause.q)
     return Format.OPENMETRICS if best_om > 0 and best_om >= best_text else Format.TEXT
 
 
-def content_type(fmt: Format) -> str:
-    """The Content-Type of a response in ``fmt``."""
-    return OPENMETRICS_TYPE if fmt is Format.OPENMETRICS else TEXT_TYPE
+def content_type(fmt: Format, escaping: Escaping = Escaping.UNDERSCORES) -> str:
+    """The Content-Type of a response in ``fmt``, echoing the escaping as client_golang does."""
+    base = OPENMETRICS_TYPE if fmt is Format.OPENMETRICS else TEXT_TYPE
+    return f"{base}; escaping={escaping.value}"
 
 
 def accepts_gzip(accept_encoding: str | None) -> bool:

@@ -3,7 +3,8 @@
 Two kinds, because every /metrics response carries them and rendering the whole registry costs
 0.17 ms (0.27-0.51 ms with prometheus_client's encoders), close to serving a cached 1 MB response:
 
-- Per-scrape counters (``metricbridge_scrapes_total``, ``metricbridge_coalesced_scrapes_total``)
+- Per-scrape counters (``metricbridge_scrapes_total``, ``metricbridge_coalesced_scrapes_total``,
+  ``metricbridge_format_fallbacks_total``)
   change on every request. They are ``ScrapeCounter``s, written by hand in microseconds for
   each response, so they always include the scrape that is being answered.
 - Everything else describes the latest upstream fetch, the config or the /server_info poller
@@ -74,8 +75,14 @@ class SelfMetrics:
             "Scrapes answered by joining a fetch already in flight or reusing a fresh one.",
             "how",
         )
-        self.registry.register(self.scrapes)
-        self.registry.register(self.coalesced)
+        self.format_fallbacks = ScrapeCounter(
+            "metricbridge_format_fallbacks_total",
+            "Scrapes that asked for OpenMetrics answered in text 0.0.4, which can carry every "
+            "family of the fetch, by the reason OpenMetrics cannot.",
+            "reason",
+        )
+        for counter in (self.scrapes, self.coalesced, self.format_fallbacks):
+            self.registry.register(counter)
         # Open, refused and abandoned client connections: they move between fetches, so they
         # are written per response with the per-scrape counters.
         self.connections = ConnectionLimit()
@@ -314,7 +321,8 @@ class SelfMetrics:
 
     def render_scrape_counters(self, fmt: Format) -> bytes:
         """The per-scrape counters in ``fmt``, as of now (microseconds, not prometheus_client)."""
-        counters = (self.scrapes.render(fmt) + self.coalesced.render(fmt)).encode()
+        per_scrape = (self.scrapes, self.coalesced, self.format_fallbacks)
+        counters = "".join(counter.render(fmt) for counter in per_scrape).encode()
         return counters + self.connections.render(fmt) + self.runtime.render(fmt)
 
     def render_settled(self, fmt: Format, *, gzip_level: int | None = None) -> bytes:

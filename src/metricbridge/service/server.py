@@ -29,9 +29,10 @@ from metricbridge.service.connections import waiting_room
 from metricbridge.service.gzip_framing import close_gzip, gzip_member
 from metricbridge.service.name_filter import select_samples
 from metricbridge.service.negotiation import (
+    Escaping,
     accepts_gzip,
-    choose_format,
     content_type,
+    negotiate,
     scrape_timeout,
 )
 from metricbridge.service.scrape import Upstream
@@ -146,7 +147,7 @@ async def handle_metrics(request: web.Request) -> web.StreamResponse:
     """Serve the translated engine metrics plus the bridge's own, in the negotiated format."""
     state = request.app[STATE]
     bridge = _bridge(request)
-    fmt = choose_format(request.headers.get("Accept"))
+    asked = negotiate(request.headers.get("Accept"))
     timeout = scrape_timeout(
         request.headers.get("X-Prometheus-Scrape-Timeout-Seconds"),
         cap=state.settings.fetch.timeout_cap,
@@ -156,10 +157,15 @@ async def handle_metrics(request: web.Request) -> web.StreamResponse:
     level = state.settings.fetch.gzip_level
     gzip_level = level if accepts_gzip(request.headers.get("Accept-Encoding")) else None
     # The engine part is rendered in the bridge's worker, within the scrape's deadline.
-    render = None if names else (fmt, gzip_level is not None)
+    render = None if names else (asked.format, gzip_level is not None)
     snapshot = await bridge.snapshot(timeout, render)
     if not names:  # a name[] answer is part of a fetch, not what a scrape of /metrics saw
         bridge.last_served = ServedFetch.of(snapshot)
+    # Text when OpenMetrics cannot carry every family of the snapshot (its misfit): Prometheus
+    # reads text whatever it asked first, and no family is dropped or loses its type.
+    fmt = snapshot.served_format(asked.format)
+    if fmt is not asked.format and snapshot.misfit is not None:
+        state.metrics.format_fallbacks.inc(snapshot.misfit.value)
     state.metrics.scrapes.inc(fmt.value)
     if names:
         parts = await _filtered_body(snapshot, state.metrics, fmt, names, gzip_level)
@@ -169,7 +175,8 @@ async def handle_metrics(request: web.Request) -> web.StreamResponse:
     # it is sent, not the snapshot's translation: the families a rule read are Python objects,
     # many times the size of their text.
     del snapshot
-    return await _send(request, fmt, parts, compressed=gzip_level is not None)
+    compressed = gzip_level is not None
+    return await _send(request, fmt, parts, compressed=compressed, escaping=asked.escaping)
 
 
 def _body(
@@ -221,7 +228,12 @@ def _selected(
 
 
 async def _send(
-    request: web.Request, fmt: Format, parts: tuple[Part, ...], *, compressed: bool
+    request: web.Request,
+    fmt: Format,
+    parts: tuple[Part, ...],
+    *,
+    compressed: bool,
+    escaping: Escaping = Escaping.UNDERSCORES,
 ) -> web.StreamResponse:
     """Write ``parts`` one after the other behind a Content-Length.
 
@@ -229,7 +241,7 @@ async def _send(
     and aiohttp keeps a returned Response, body included, until the connection's next request,
     which pins one more copy of a 10 MB body per idle keep-alive connection.
     """
-    headers = {"Content-Type": content_type(fmt), "Vary": "Accept, Accept-Encoding"}
+    headers = {"Content-Type": content_type(fmt, escaping), "Vary": "Accept, Accept-Encoding"}
     if compressed:
         headers["Content-Encoding"] = "gzip"
     response = web.StreamResponse(headers=headers)

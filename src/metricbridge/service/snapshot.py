@@ -12,6 +12,7 @@ from typing import Literal, overload
 
 from metricbridge.errors import UpstreamError
 from metricbridge.exposition.caches import CodecCaches
+from metricbridge.exposition.openmetrics_fit import Misfit
 from metricbridge.exposition.writer import write_chunks, write_pieces
 from metricbridge.model.family import AnyFamily, Body, Format
 from metricbridge.service.gzip_framing import OpenGzip, open_gzip
@@ -66,11 +67,21 @@ class Snapshot:
     # verdict on the engine for requests that can wait longer (see Bridge.snapshot).
     cut_short: bool = False
     caches: CodecCaches | None = None  # the bridge's, for writing the engine part
+    # Why OpenMetrics cannot carry the translation faithfully (exposition.openmetrics_fit):
+    # then every answer of this snapshot is text 0.0.4, which can.
+    misfit: Misfit | None = None
     _renders: dict[tuple[Format, bool], tuple[Body, ...] | OpenGzip] = field(default_factory=dict)
+
+    def served_format(self, fmt: Format) -> Format:
+        """The format an answer negotiated as ``fmt`` is served in.
+
+        Text 0.0.4 when OpenMetrics cannot carry every family of this snapshot: text can.
+        """
+        return Format.TEXT if self.misfit is not None else fmt
 
     def rendered(self, fmt: Format, *, compressed: bool) -> bool:
         """Whether the engine part in this format and encoding is rendered already."""
-        return (fmt, compressed) in self._renders
+        return (self.served_format(fmt), compressed) in self._renders
 
     def render(self, fmt: Format, *, compressed: bool) -> None:
         """Render the engine part in this format and encoding, if not yet (the bridge's worker).
@@ -78,6 +89,7 @@ class Snapshot:
         ``engine_part`` then returns it at once: rendering a large payload takes a share of a
         second that the event loop must not spend.
         """
+        fmt = self.served_format(fmt)
         key = (fmt, compressed)
         if key not in self._renders:
             families = self.translation.families if self.translation else ()
@@ -86,8 +98,11 @@ class Snapshot:
             )
 
     def keep(self, fmt: Format, *, compressed: bool, part: tuple[Body, ...] | OpenGzip) -> None:
-        """Keep a render of this snapshot's families made before it existed (``render_part``)."""
-        self._renders[(fmt, compressed)] = part
+        """Keep a render of this snapshot's families made before it existed (``render_part``).
+
+        ``fmt`` is the format asked for; the render was made in ``served_format(fmt)``.
+        """
+        self._renders[(self.served_format(fmt), compressed)] = part
 
     @overload
     def engine_part(self, fmt: Format, *, compressed: Literal[False]) -> tuple[Body, ...]: ...
@@ -103,7 +118,7 @@ class Snapshot:
         second copy of the payload for nobody. Pieces, not one buffer: see ``write_pieces``.
         """
         self.render(fmt, compressed=compressed)
-        return self._renders[(fmt, compressed)]
+        return self._renders[(self.served_format(fmt), compressed)]
 
 
 def render_part(

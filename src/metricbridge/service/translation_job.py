@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from metricbridge.errors import ExpositionError, UpstreamError
 from metricbridge.exposition.caches import CodecCaches
+from metricbridge.exposition.openmetrics_fit import Misfit, openmetrics_misfit
 from metricbridge.exposition.reader import Exposition
 from metricbridge.model.family import Body, Format
 from metricbridge.service.gzip_framing import OpenGzip
@@ -45,6 +46,8 @@ class Work:
     seconds: float = 0.0  # reading and translating; rendering is not included
     # The engine part for the format and encoding asked for, rendered in the same job.
     part: tuple[Body, ...] | OpenGzip | None = None
+    # Why OpenMetrics cannot carry the translation (then every answer is text), or None.
+    misfit: Misfit | None = None
 
 
 def failed(attempt: Attempt) -> bool:
@@ -87,13 +90,15 @@ def translate_wave(  # noqa: PLR0913, PLR0917 - what one translation takes, hand
             caches=caches,
             relabel_cache=relabel_cache,
         )
+    misfit = openmetrics_misfit(outcome.translation.families) if outcome is not None else None
     seconds = time.perf_counter() - started
     part = None
     if outcome is not None and render is not None:
         fmt, compressed, level = render
+        fmt = Format.TEXT if misfit is not None else fmt  # as Snapshot.served_format
         families = outcome.translation.families
         part = render_part(families, fmt, compressed=compressed, level=level, caches=caches)
-    return Work(reads, outcome, seconds, part)
+    return Work(reads, outcome, seconds, part, misfit)
 
 
 def read_one(
