@@ -12,6 +12,7 @@ import logging
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from types import SimpleNamespace
 
 import pytest
 from aiohttp import web
@@ -26,6 +27,7 @@ from helpers.lockout import (
 from helpers.service import FakeUpstream
 from metricbridge.cli.serve import listen_capped
 from metricbridge.config.load import load_config
+from metricbridge.service.connections import ConnectionLimit
 from metricbridge.service.scrape import parse_upstream
 from metricbridge.service.server import STATE, ServiceSettings, make_app
 from metricbridge.service.snapshot import FetchSettings
@@ -328,3 +330,40 @@ async def test_a_client_churning_at_the_cap_cannot_flood_the_log(caplog) -> None
     assert len(lines) == 2, lines[:4]
     assert "answering 503" in lines[0]
     assert "below the cap again" in lines[1]
+
+
+class _LeftBeforeTheAnswer(web.Response):
+    """An answer whose client has gone: writing it fails as aiohttp fails on a closing transport."""
+
+    async def prepare(self, _: web.BaseRequest) -> None:  # type: ignore[override]
+        raise ConnectionResetError("Cannot write to closing transport")
+
+
+class _Connection:
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def dispatched(self) -> None:
+        self.calls.append("dispatched")
+
+    def answered(self) -> None:
+        self.calls.append("answered")
+
+
+async def test_a_client_gone_before_its_answer_is_written_costs_no_traceback(caplog) -> None:
+    """A probe that gave up (or a connection evicted) before /-/healthy's answer was out: the
+    connection is marked answered and nothing above debug is logged, as for /metrics."""
+    limit = ConnectionLimit()
+    transport, conn = object(), _Connection()
+    limit._by_transport[transport] = conn  # type: ignore[index]
+    request = SimpleNamespace(transport=transport)
+
+    async def handler(_: object) -> web.StreamResponse:
+        return _LeftBeforeTheAnswer(text="metricbridge is healthy.\n")
+
+    with caplog.at_level(logging.DEBUG, logger="metricbridge"):
+        response = await limit.middleware(request, handler)  # type: ignore[arg-type]
+    assert isinstance(response, _LeftBeforeTheAnswer)
+    assert conn.calls == ["dispatched", "answered"]
+    assert [r.levelno for r in caplog.records if r.levelno > logging.DEBUG] == []
+    assert any("disconnected" in r.getMessage() for r in caplog.records)

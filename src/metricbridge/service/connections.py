@@ -31,6 +31,7 @@ from metricbridge.exposition.writer import label_set, write_header
 from metricbridge.model.family import FamilyMeta, Format, MetricType
 from metricbridge.model.numbers import format_value
 from metricbridge.service.client_connection import ClientConnection, Stage
+from metricbridge.service.tracebacks import release_frames
 
 log = logging.getLogger("metricbridge.server")
 # A spell of refusals is logged (a warning, then an info line when it ends) at most this often:
@@ -46,6 +47,16 @@ _RESERVED_DESCRIPTORS = 64
 _HEAD_GRACE_SECONDS = 1.0
 # Why a connection was closed to make room, as metricbridge_connections_evicted_total{state}.
 _EVICTED_STATES = {Stage.IDLE: "idle", Stage.HEAD: "reading_head"}
+
+
+async def _write_quietly(answer: web.StreamResponse, request: web.Request) -> None:
+    """Write an error answer; a client that already left gets none, without a traceback."""
+    try:
+        await answer.prepare(request)
+        await answer.write_eof()
+    except ConnectionError as exc:
+        release_frames(exc)
+        log.debug("client disconnected before its error answer was written")
 
 
 class ConnectionLimit(Collector):
@@ -106,9 +117,15 @@ class ConnectionLimit(Collector):
                 await response.write_eof()
         except web.HTTPException as exc:
             if isinstance(exc, web.StreamResponse) and not exc.prepared:
-                await exc.prepare(request)
-                await exc.write_eof()
+                await _write_quietly(exc, request)
             raise
+        except ConnectionError as exc:
+            # The client left before its answer was out (a probe past its own timeout, a
+            # connection evicted for a newcomer): nobody is left to answer, and it is not the
+            # bridge's error, so no traceback in the log.
+            release_frames(exc)
+            log.debug("client disconnected before its answer was written")
+            return response
         finally:
             conn.answered()
         return response
