@@ -25,14 +25,7 @@ from metricbridge.translation.compiled import (
     Select,
 )
 from metricbridge.translation.naming import copies_of, escaped_targets
-from metricbridge.translation.ops import (
-    joined,
-    relabel,
-    rename,
-    scale,
-    select,
-    without_hidden_labels,
-)
+from metricbridge.translation.ops import rename, scale, select
 from metricbridge.translation.plan import (
     Clash,
     Ending,
@@ -40,6 +33,7 @@ from metricbridge.translation.plan import (
     default_rows,
     find_clashes,
 )
+from metricbridge.translation.relabel import joined, relabel, without_hidden_labels
 from metricbridge.translation.relabel_cache import RelabelCache
 from metricbridge.translation.rows import RowState, RowStatus
 
