@@ -15,6 +15,7 @@ from metricbridge.exposition.caches import CodecCaches
 from metricbridge.exposition.writer import write_chunks, write_pieces
 from metricbridge.model.family import AnyFamily, Body, Format
 from metricbridge.service.gzip_framing import OpenGzip, open_gzip
+from metricbridge.service.name_filter import FilteredRenders
 from metricbridge.service.scrape import Fetched, Upstream
 from metricbridge.translation.compiled import CompiledRules
 from metricbridge.translation.translate import Translation
@@ -66,6 +67,7 @@ class Snapshot:
     # verdict on the engine for requests that can wait longer (see Bridge.snapshot).
     cut_short: bool = False
     caches: CodecCaches | None = None  # the bridge's, for writing the engine part
+    filtered: FilteredRenders = field(default_factory=FilteredRenders)  # name[] renders
     _renders: dict[tuple[Format, bool], tuple[Body, ...] | OpenGzip] = field(default_factory=dict)
 
     def rendered(self, fmt: Format, *, compressed: bool) -> bool:
