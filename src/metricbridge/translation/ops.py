@@ -108,12 +108,13 @@ def scale(family: Family, factor: float) -> Family:
         MetricType.SUMMARY: {base, base + "_sum"},
     }.get(mtype, {s.name for s in family.samples if not s.name.endswith("_created")})
     out = []
+    bounds: dict[str, str] = {}  # each bound text scaled once: a histogram has a few dozen
     for sample in family.samples:
         if sample.name in scaled_names:
             exemplar = _scaled_exemplar(sample.exemplar, apply)
             out.append(_revalued(sample, apply(sample.value), exemplar))
         elif mtype is MetricType.HISTOGRAM and sample.name == base + "_bucket":
-            labels = _scale_le(sample.labels, apply)
+            labels = _scale_le(sample.labels, apply, bounds)
             exemplar = _scaled_exemplar(sample.exemplar, apply)
             out.append(
                 Sample(
@@ -132,11 +133,16 @@ def _bound(value: str) -> float:
     return parsed[0]
 
 
-def _scale_le(labels: Labels, apply: Callable[[float], float]) -> Labels:
-    return tuple(
-        (key, format_value(apply(_bound(value))) if key == "le" and value != "+Inf" else value)
-        for key, value in labels
-    )
+def _scale_le(labels: Labels, apply: Callable[[float], float], bounds: dict[str, str]) -> Labels:
+    """The labels with ``le`` in the new unit; ``bounds`` remembers each bound's new text."""
+    for position, (key, value) in enumerate(labels):
+        if key == "le":
+            scaled = bounds.get(value)
+            if scaled is None:
+                scaled = value if value == "+Inf" else format_value(apply(_bound(value)))
+                bounds[value] = scaled
+            return (*labels[:position], (key, scaled), *labels[position + 1 :])
+    return labels
 
 
 def select(family: Family, selection: Select) -> Family:
