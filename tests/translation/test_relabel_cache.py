@@ -23,11 +23,13 @@ from metricbridge.model.names import LABEL_NAME
 from metricbridge.translation import relabel as relabel_module
 from metricbridge.translation.compiled import CompiledRelabel
 from metricbridge.translation.compiler import _compile_step
-from metricbridge.translation.relabel import relabel
+from metricbridge.translation.relabel import joined, relabel, without_hidden_labels
 from metricbridge.translation.relabel_cache import MISS, RelabelCache
+from metricbridge.translation.relabel_join import relabel_joined
 
 # Few names and values, so that label sets repeat, rewrites collide and steps match.
 NAMES = ("a", "b", "cache_source", "le")
+HIDDEN = "__sb"  # a label a rule's join adds (as __storage_backend), which steps may read
 VALUES = ("", "x", "storage", "device", "x;y", "1")
 REGEXES = ("(.*)", "storage", "(x)(;y)?", "[[:alpha:]]+", "(?P<v>d.*)", "b|cache_.*", "")
 TEMPLATES = ("$1", "${1}_z", "fixed", "", "$$1", "${v}", "$0")
@@ -47,7 +49,7 @@ def steps(draw: st.DrawFn) -> RelabelConfig:
         target = draw(st.sampled_from(["a", "new", "$1" if groups else "b", replacement or "c"]))
     else:
         target = None
-    sources = tuple(draw(st.lists(st.sampled_from(NAMES[:3]), max_size=2)))
+    sources = tuple(draw(st.lists(st.sampled_from((*NAMES[:3], HIDDEN)), max_size=2)))
     return RelabelConfig(0, action, sources, ";", regex, target, replacement)
 
 
@@ -150,6 +152,38 @@ def test_relabel_by_projection_gives_what_every_series_through_the_steps_gives(
     compiled = tuple(_compile_step(config) for config in configs)
     family = _family(labels)
     assert relabel(family, compiled) == _reference(family, compiled)
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(
+    configs=st.lists(steps(), min_size=1, max_size=3),
+    labels=st.lists(label_sets(), max_size=12),
+    pairs=st.lists(
+        st.tuples(st.sampled_from((HIDDEN, "__other", "plain")), st.sampled_from(VALUES)),
+        unique_by=lambda pair: pair[0],
+        max_size=2,
+    ),
+    own_hidden=st.booleans(),
+)
+def test_relabel_joined_gives_what_joining_relabelling_and_hiding_give(
+    configs: list[RelabelConfig],
+    labels: list[Labels],
+    pairs: list[tuple[str, str]],
+    *,
+    own_hidden: bool,
+) -> None:
+    """The one pass of a join rule: the same family, drops and duplicates as its three steps."""
+    compiled = tuple(_compile_step(config) for config in configs)
+    if own_hidden:  # a series with a __ label of its own: the three steps as defined
+        labels = [*labels, ((HIDDEN, "x"),)]
+    family = _family(labels)
+    joined_pairs = tuple(sorted(pairs))
+    result, dropped, duplicates = relabel(joined(family, joined_pairs), compiled)
+    expected = (without_hidden_labels(result), dropped, duplicates)
+    assert relabel_joined(family, compiled, joined_pairs) == expected
+    cache = RelabelCache()
+    for _ in range(2):
+        assert relabel_joined(family, compiled, joined_pairs, cache) == expected
 
 
 def test_steps_run_once_per_projection(monkeypatch: pytest.MonkeyPatch) -> None:

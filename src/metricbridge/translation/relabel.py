@@ -90,7 +90,7 @@ def patch_for(labels: Labels, steps: tuple[CompiledRelabel, ...]) -> Relabelled:
     return tuple(writes.items())
 
 
-class _Projector:
+class Projector:
     """What of a series' labels ``steps`` read, as one tuple: the key of their outcome."""
 
     __slots__ = ("defaults", "names", "whole", "with_names")
@@ -113,8 +113,8 @@ class _Projector:
         return values
 
 
-def _with_labels(sample: Sample, labels: Labels) -> Sample:
-    # Sample is a frozen dataclass: a new one with every other field kept.
+def with_labels(sample: Sample, labels: Labels) -> Sample:
+    """The sample with other labels (Sample is a frozen dataclass: a new one, the rest kept)."""
     return Sample(
         sample.name, labels, sample.value, sample.raw_value, sample.timestamp, sample.exemplar
     )
@@ -129,13 +129,7 @@ def _applied(sample: Sample, current: dict[str, str], patch: Patch) -> tuple[Sam
             current.pop(key, None)
         else:
             current[key] = value
-    labels = tuple(sorted(current.items()))
-    return (
-        Sample(
-            sample.name, labels, sample.value, sample.raw_value, sample.timestamp, sample.exemplar
-        ),
-        True,
-    )
+    return with_labels(sample, tuple(sorted(current.items()))), True
 
 
 def relabel(
@@ -150,7 +144,7 @@ def relabel(
     series rewritten onto those labels is kept. ``cache`` (the caller's) remembers what the
     steps did to each projection, for the next payload: the same result, without the regexes.
     """
-    projector = _Projector(steps)
+    projector = Projector(steps)
     project = projector.project
     outcomes: dict[Projection, Relabelled] = {}
     kept: list[Sample] = []  # as served
@@ -162,7 +156,7 @@ def relabel(
         key = project(labels, current)
         patch = outcomes.get(key, MISS)
         if isinstance(patch, Miss):
-            patch = outcomes[key] = _outcome(labels, key, steps, cache)
+            patch = outcomes[key] = outcome_for(labels, key, steps, cache)
         if patch is None:
             dropped += 1
             continue
@@ -174,7 +168,7 @@ def relabel(
     return Family(family.meta, tuple(out)), dropped, duplicates
 
 
-def _outcome(
+def outcome_for(
     labels: Labels, key: Projection, steps: tuple[CompiledRelabel, ...], cache: RelabelCache | None
 ) -> Relabelled:
     """The steps' outcome for a projection not met in this family yet: remembered, or run."""
@@ -245,12 +239,16 @@ def joined(family: Family, pairs: Labels) -> Family:
     return Family(family.meta, samples)
 
 
+def has_hidden_labels(family: Family) -> bool:
+    """Whether any series has a ``__`` label: every label name gathered in C, then a few tested."""
+    names = dict(chain.from_iterable(map(_LABELS, family.samples)))
+    return any(name.startswith("__") for name in names)
+
+
 def without_hidden_labels(family: Family) -> Family:
     """Every series without its ``__`` labels: they are for relabel steps, never served."""
-    # Every label name of the family, gathered in C: most families have no "__" label at all,
-    # and then no series needs looking at.
-    names = dict(chain.from_iterable(map(_LABELS, family.samples)))
-    if not any(name.startswith("__") for name in names):
+    # Most families have no "__" label at all, and then no series needs looking at.
+    if not has_hidden_labels(family):
         return family
     samples = []
     for sample in family.samples:
