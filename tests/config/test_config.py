@@ -488,7 +488,7 @@ families:
     )
     from metricbridge.model.family import Family, FamilyMeta, MetricType, Sample  # noqa: PLC0415
     from metricbridge.translation.compiler import compile_rules  # noqa: PLC0415
-    from metricbridge.translation.ops import relabel  # noqa: PLC0415
+    from metricbridge.translation.relabel import relabel  # noqa: PLC0415
 
     compiled = compile_rules(config).by_input["x_total"][0]
     family = Family(

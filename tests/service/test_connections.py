@@ -367,3 +367,26 @@ async def test_a_client_gone_before_its_answer_is_written_costs_no_traceback(cap
     assert conn.calls == ["dispatched", "answered"]
     assert [r.levelno for r in caplog.records if r.levelno > logging.DEBUG] == []
     assert any("disconnected" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("fmt", ["text", "openmetrics"])
+def test_connection_figures_are_written_again_only_once_one_moved(fmt: str) -> None:
+    """Every response asks for them: the same figures give the very bytes of the last render,
+    a figure that moved (a refusal, an eviction) a new text that shows it."""
+    from metricbridge.model.family import Format  # noqa: PLC0415
+    from metricbridge.service.connections import ConnectionLimit  # noqa: PLC0415
+
+    wire = Format(fmt)
+    limit = ConnectionLimit(cap=4)
+    first = limit.render(wire)
+    assert limit.render(wire) is first
+    limit.refused += 1
+    moved = limit.render(wire)
+    assert moved is not first
+    assert b"metricbridge_connections_refused_total 1.0\n" in moved
+    state = next(iter(limit.evicted))
+    limit.evicted[state] += 1
+    evicted = limit.render(wire)
+    assert evicted is not moved
+    assert f'state="{state}"}} 1.0\n'.encode() in evicted
+    assert limit.render(wire) is evicted

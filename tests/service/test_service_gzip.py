@@ -28,6 +28,7 @@ from helpers.paths import FIXTURES
 from helpers.runtime import OWN_PREFIXES
 from helpers.service import FakeUpstream, bridge_app
 from metricbridge.exposition import line_match
+from metricbridge.service import name_filter
 from metricbridge.service.gzip_framing import (
     GZIP_HEADER,
     LEVELS,
@@ -170,6 +171,31 @@ async def test_curl_compressed_sees_the_whole_response(
         assert body.startswith(plain[: plain.index(b"# HELP metricbridge_")])
         assert b"\nmetricbridge_build_info{" in body
     assert body.endswith(b"# EOF\n") is (fmt == "openmetrics")
+
+
+@pytest.mark.parametrize("encoding", ["identity", "gzip"])
+async def test_concurrent_name_requests_share_one_cut_of_the_fetch(
+    aiohttp_server, aiohttp_client, monkeypatch: pytest.MonkeyPatch, encoding: str
+) -> None:
+    """Eight name[] requests at once on one fetch: the families are cut once, every answer
+    is the same, and a later request for other names cuts again."""
+    cuts: list[frozenset[str]] = []
+    real = name_filter.render_selected
+
+    def counted(*args: Any) -> name_filter.Rendered:
+        cuts.append(args[1])
+        return real(*args)
+
+    monkeypatch.setattr(name_filter, "render_selected", counted)
+    client = await _client(aiohttp_server, aiohttp_client, FakeUpstream())
+    await _get(client, "text", encoding)  # the fetch, answered whole
+    bodies = await asyncio.gather(*(_get(client, "text", encoding, STABLE_NAMES) for _ in range(8)))
+    assert cuts == [frozenset(STABLE_NAMES)]
+    plain = [gzip.decompress(body) if encoding == "gzip" else body for body in bodies]
+    assert all(body == plain[0] for body in plain)
+    assert b"sglang:num_requests_total" in plain[0]
+    await _get(client, "text", encoding, STABLE_NAMES[:1])
+    assert len(cuts) == 2
 
 
 class _Parsed(Collector):

@@ -41,7 +41,7 @@ pytestmark = pytest.mark.xdist_group("timing")
 # may share its cores with other work (see test_hostile_campaign.HEALTH_BUDGET).
 HEALTH_BUDGET = 1.0 if full() else 2.5
 FAMILY = "sglang:cached_tokens_total"
-SERIES = 30_000  # 1.5 s of translation on an idle machine, 4 s on a loaded one
+SERIES = 60_000  # about 1.5 s of translation on an idle machine, more on a loaded one
 OM = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"
 
 
@@ -69,7 +69,7 @@ def payload(series: int) -> bytes:
 
 @pytest.fixture(scope="module")
 def slow_payload() -> bytes:
-    """The payload of ``SERIES`` series (about 3 MB)."""
+    """The payload of ``SERIES`` series (about 6 MB)."""
     return payload(SERIES)
 
 
@@ -270,7 +270,7 @@ async def test_sigterm_during_a_translation_exits_zero(aiohttp_server: Any) -> N
     """SIGTERM while a translation of seconds runs with nobody waiting for it: the process says
     so and exits 0 within the grace period. Left to the interpreter's finalisation, a thread
     stopped inside RE2's matcher ends in std::terminate (exit 134): often, not every time."""
-    upstream = FakeUpstream(body=payload(3 * SERIES))  # within the default limit of 100,000
+    upstream = FakeUpstream(body=payload(99_000))  # within the default limit of 100,000
     up = await aiohttp_server(upstream.app())
     port = free_port()
     process = await asyncio.create_subprocess_exec(

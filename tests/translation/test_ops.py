@@ -19,7 +19,8 @@ from metricbridge.exposition.reader import read_exposition
 from metricbridge.model.family import AnyFamily, Family, FamilyMeta, Format, MetricType, Sample
 from metricbridge.translation.compiled import CompiledRule, Relabel, Rename, Scale, Select
 from metricbridge.translation.compiler import compile_rules
-from metricbridge.translation.ops import relabel, rename, scale, select
+from metricbridge.translation.ops import rename, scale, select
+from metricbridge.translation.relabel import relabel
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 

@@ -1,68 +1,144 @@
-"""``?name[]=`` filtering of translated families, with prometheus_client's semantics."""
+"""``?name[]=`` filtering of a fetch's translated families, with prometheus_client's semantics.
+
+A ``name[]`` answer is cut from what the fetch already read, never parsed again: a raw
+family's lines were proven valid by the reader (its invariant, in ``exposition.reader``), each
+starting with its sample name then ``{`` or a space, so a family whose every possible sample
+name is asked for is served whole, as the same bytes, and any other is cut line by line by
+that name, in C. Parsed families (those a rule rewrote) are filtered by their samples' names.
+Requests asking for the same names of the same fetch share one filtering and its render
+(``FilteredRenders``): eight at once cost one pass, and hold one render between them.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import asyncio
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 
-from metricbridge.errors import ExpositionError, LineError
-from metricbridge.exposition.sample_line import parse_sample
-from metricbridge.model.family import AnyFamily, Family, RawFamily, Sample
+from metricbridge.exposition.writer import write_pieces
+from metricbridge.model.family import (
+    TYPE_SUFFIXES,
+    AnyFamily,
+    Body,
+    Family,
+    Format,
+    MetricType,
+    RawFamily,
+    sample_base,
+)
 from metricbridge.model.family_names import served_names
+from metricbridge.service.gzip_framing import OpenGzip, open_gzip
+
+# Filtered renders one fetch keeps for later requests with the same names; one being made is
+# kept whatever the count, held by the requests waiting for it anyway.
+KEPT_RENDERS = 8
 
 
 def select_samples(
-    families: Iterable[AnyFamily], names: set[str]
-) -> tuple[list[Family], list[ExpositionError]]:
+    families: Iterable[AnyFamily], names: set[str] | frozenset[str]
+) -> list[AnyFamily]:
     """The samples whose sample names are in ``names``, in their families; none left, no family.
 
     ``name[]`` lists sample names, as in prometheus_client (its ``RestrictedRegistry``): so
-    ``x_count`` is a histogram's counts alone, and ``x`` itself selects nothing. A raw family
-    with a line that does not parse cannot be filtered and is left out, reported.
+    ``x_count`` is a histogram's counts alone, and ``x`` itself selects nothing.
     """
-    selected: list[Family] = []
-    problems: list[ExpositionError] = []
+    selected: list[AnyFamily] = []
     for family in families:
         if isinstance(family, Family):
             samples = tuple(sample for sample in family.samples if sample.name in names)
-        elif not _may_hold(family, names):
+            if samples:
+                selected.append(Family(family.meta, samples))
             continue
-        else:
-            try:
-                samples = _picked(family, names)
-            except ExpositionError as exc:
-                problems.append(exc)
-                continue
-        if samples:
-            selected.append(Family(family.meta, samples))
-    return selected, problems
+        wanted = served_names(family.meta.name, family.meta.type) & names
+        if not wanted:
+            continue  # its body is never looked at
+        if raw_sample_names(family) <= wanted:
+            selected.append(family)  # every line is asked for: the same bytes, no copy
+            continue
+        picked = _picked(family, wanted)
+        if picked is not None:
+            selected.append(picked)
+    return selected
 
 
-def _picked(family: RawFamily, names: set[str]) -> tuple[Sample, ...]:
-    """The family's samples named in ``names``; only their lines are parsed.
+def raw_sample_names(family: RawFamily) -> frozenset[str]:
+    """Every sample name a raw family's lines can start with (never ``_created``: not raw)."""
+    meta = family.meta
+    if meta.type is MetricType.COUNTER and not meta.name.endswith("_total"):
+        return frozenset((meta.name,))  # a text counter declared without _total
+    base = sample_base(meta.name, meta.type)
+    return frozenset(base + suffix for suffix in TYPE_SUFFIXES[meta.type] if suffix != "_created")
 
-    A raw family's lines start with their sample name and then "{" or a space (the reader
-    checked), so the name is cut there, one set lookup per line: x_count is one line in 43 of a
-    41-bucket histogram, and a thousand names cost no more than one.
+
+def _picked(family: RawFamily, wanted: frozenset[str]) -> RawFamily | None:
+    """The family with only the lines named in ``wanted``, or None when there is none.
+
+    A line is its sample name, then ``{`` or one space, then the rest up to its newline (the
+    reader proved it), so a name in ``wanted`` followed by one of those two at a line's start
+    picks exactly its lines: ``x`` never picks ``x_sum``, nor a label set passed as a name.
     """
-    # Not parse_family: it parses every line, where only the named ones are needed. No caches
-    # either: this runs in a thread, and the request is rare.
-    picked: list[Sample] = []
-    for number, line in enumerate(str(family.body, "utf-8").split("\n"), family.first_line):
-        space, brace = line.find(" "), line.find("{")
-        end = brace if 0 <= brace < space or space < 0 else space  # a "{" after: an exemplar's
-        if line[:end] in names:
-            try:
-                picked.append(parse_sample(line, family.source_format))
-            except LineError as exc:
-                raise ExpositionError(str(exc), line=number, family=family.name) from None
-    return tuple(picked)
+    alternatives = b"|".join(re.escape(name.encode()) for name in sorted(wanted))
+    lines = re.findall(b"^(?:" + alternatives + rb")[{ ][^\n]*\n", family.body, re.MULTILINE)
+    if not lines:
+        return None
+    body = b"".join(lines)
+    return RawFamily(family.meta, body, family.source_format, family.first_line, len(lines))
 
 
-def _may_hold(family: RawFamily, names: set[str]) -> bool:
-    """Whether ``names`` holds a name the family's samples could have: a cheap test by name.
+Rendered = tuple[Body, ...] | OpenGzip
+RenderKey = tuple[frozenset[str], Format, int | None]
 
-    A raw family only ever holds lines that start with its sample base and a suffix its type
-    allows (the reader checked), so one that fails here has no sample named in ``names`` and
-    its body is never decoded. Passing is not matching: the caller still picks sample by sample.
+
+def render_selected(
+    families: Sequence[AnyFamily], names: frozenset[str], fmt: Format, gzip_level: int | None
+) -> Rendered:
+    """The selected families in ``fmt`` (no ``# EOF``): pieces, or an open gzip member.
+
+    Large raw bodies stay views of the fetch's payload (``write_pieces``); no caches: this runs
+    in a thread, and the bridge's caches belong to the event loop.
     """
-    return not served_names(family.meta.name, family.meta.type).isdisjoint(names)
+    pieces = write_pieces(select_samples(families, names), fmt)
+    return tuple(pieces) if gzip_level is None else open_gzip(pieces, gzip_level)
+
+
+@dataclass(slots=True)
+class FilteredRenders:
+    """One fetch's ``name[]`` renders, by names, format and gzip level; shared while it lasts.
+
+    Owned by the fetch's ``Snapshot``, so a new fetch starts afresh and an old one's renders go
+    with it. Used on the event loop only; the filtering itself runs in a thread.
+    """
+
+    renders: dict[RenderKey, asyncio.Future[Rendered]] = field(default_factory=dict)
+    made: int = 0  # filterings started: requests that found theirs made or being made add none
+
+    async def get(
+        self,
+        families: Sequence[AnyFamily],
+        names: frozenset[str],
+        fmt: Format,
+        gzip_level: int | None,
+    ) -> Rendered:
+        """The render for these names, made once for every request that asks for it."""
+        key = (names, fmt, gzip_level)
+        future = self.renders.get(key)
+        if future is None:
+            self._make_room()
+            self.made += 1
+            future = asyncio.ensure_future(
+                asyncio.to_thread(render_selected, families, names, fmt, gzip_level)
+            )
+            future.add_done_callback(lambda done: self._forget_failed(key, done))
+            self.renders[key] = future
+        # Shielded: a request that goes away must not cancel the render others wait for.
+        return await asyncio.shield(future)
+
+    def _make_room(self) -> None:
+        finished = [key for key, future in self.renders.items() if future.done()]
+        for key in finished[: max(0, len(self.renders) - KEPT_RENDERS + 1)]:
+            del self.renders[key]
+
+    def _forget_failed(self, key: RenderKey, done: asyncio.Future[Rendered]) -> None:
+        if (done.cancelled() or done.exception() is not None) and self.renders.get(key) is done:
+            del self.renders[key]

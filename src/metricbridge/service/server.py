@@ -9,7 +9,7 @@ import logging
 import math
 import os
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,15 +19,14 @@ from aiohttp import web
 from metricbridge import __version__
 from metricbridge.config.load import load_config
 from metricbridge.config.schema import Config
-from metricbridge.errors import ConfigError, ExpositionError
-from metricbridge.exposition.writer import PIECE_SIZE, write_chunks
-from metricbridge.model.family import AnyFamily, Format
+from metricbridge.errors import ConfigError
+from metricbridge.exposition.writer import PIECE_SIZE
+from metricbridge.model.family import Format
 from metricbridge.model.names import shortened
 from metricbridge.service.background import heartbeat, poll_server_info, server_info_urls
 from metricbridge.service.bridge import Bridge, ServedFetch
 from metricbridge.service.connections import waiting_room
-from metricbridge.service.gzip_framing import close_gzip, gzip_member
-from metricbridge.service.name_filter import select_samples
+from metricbridge.service.gzip_framing import OpenGzip, close_gzip, gzip_member
 from metricbridge.service.negotiation import (
     Escaping,
     accepts_gzip,
@@ -204,27 +203,21 @@ def _body(
 async def _filtered_body(
     snapshot: Snapshot, metrics: SelfMetrics, fmt: Format, names: set[str], gzip_level: int | None
 ) -> tuple[Part, ...]:
-    """A ``name[]`` response: rare, so rendered from scratch every time."""
+    """A ``name[]`` response: cut from the fetch's families, shared by requests for the same names.
+
+    The filtering runs off the event loop (cutting a family of 10^6 series by name takes a
+    pass over its bytes) and once per fetch, names, format and encoding: concurrent requests
+    wait for the same render and are answered from it without a copy.
+    """
     families = snapshot.translation.families if snapshot.translation else ()
-    # Off the event loop: selecting from a family of 100,000 series parses them, about a
-    # second, and every other scrape would wait for it. The families are frozen; the bridge's
-    # caches are not thread-safe and belong to the event loop, so this writes without any.
-    engine, problems = await asyncio.to_thread(_selected, families, names, fmt)
-    for problem in problems:
-        # The unfiltered response serves the family's bytes as they came, so the engine's
-        # problem stays visible there.
-        log.warning("name[]: family left out: %s", shortened(str(problem)))
+    engine = await snapshot.filtered.get(families, frozenset(names), fmt, gzip_level)
     own = metrics.render(fmt, names)  # prometheus_client's RestrictedRegistry: the same rule
     eof = b"# EOF\n" if fmt is Format.OPENMETRICS else b""
-    body = engine + own + eof
-    return (body if gzip_level is None else gzip_member(body, gzip_level),)
-
-
-def _selected(
-    families: Sequence[AnyFamily], names: set[str], fmt: Format
-) -> tuple[bytes, list[ExpositionError]]:
-    selected, problems = select_samples(families, names)
-    return b"".join(write_chunks(selected, fmt)), problems
+    if isinstance(engine, OpenGzip) and gzip_level is not None:  # the key holds the level
+        return close_gzip(engine, own + eof, b"", gzip_member(b"", gzip_level))
+    if isinstance(engine, OpenGzip):
+        raise TypeError("a compressed name[] render for an uncompressed request")
+    return (*engine, own + eof)
 
 
 async def _send(

@@ -16,6 +16,7 @@ from metricbridge.exposition.openmetrics_fit import Misfit
 from metricbridge.exposition.writer import write_chunks, write_pieces
 from metricbridge.model.family import AnyFamily, Body, Format
 from metricbridge.service.gzip_framing import OpenGzip, open_gzip
+from metricbridge.service.name_filter import FilteredRenders
 from metricbridge.service.scrape import Fetched, Upstream
 from metricbridge.translation.compiled import CompiledRules
 from metricbridge.translation.translate import Translation
@@ -70,6 +71,7 @@ class Snapshot:
     # Why OpenMetrics cannot carry the translation faithfully (exposition.openmetrics_fit):
     # then every answer of this snapshot is text 0.0.4, which can.
     misfit: Misfit | None = None
+    filtered: FilteredRenders = field(default_factory=FilteredRenders)  # name[] renders
     _renders: dict[tuple[Format, bool], tuple[Body, ...] | OpenGzip] = field(default_factory=dict)
 
     def served_format(self, fmt: Format) -> Format:

@@ -1,15 +1,15 @@
-"""Stateless per-family operations: rename, scale, select, relabel, as compile_rules built them."""
+"""Stateless per-family operations: rename, scale, select, as compile_rules built them.
+
+Relabelling has a module of its own, ``translation.relabel``.
+"""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
 
-from metricbridge.config.schema import RelabelAction
-from metricbridge.config.templates import expand
 from metricbridge.errors import ScaleError
 from metricbridge.model.family import (
-    SHAPE_LABELS,
     AnyFamily,
     Family,
     FamilyMeta,
@@ -18,12 +18,10 @@ from metricbridge.model.family import (
     RawFamily,
     Sample,
     sample_base,
-    series_key,
 )
-from metricbridge.model.names import LABEL_NAME, quoted
+from metricbridge.model.names import quoted
 from metricbridge.model.numbers import format_value, parse_value
-from metricbridge.translation.compiled import CompiledRelabel, Select
-from metricbridge.translation.relabel_cache import Miss, Outcome, RelabelCache, Relabelled
+from metricbridge.translation.compiled import Select
 
 
 def rename(family: AnyFamily, meta: FamilyMeta) -> AnyFamily:
@@ -44,6 +42,8 @@ def rename(family: AnyFamily, meta: FamilyMeta) -> AnyFamily:
         )
         count = family.sample_count
         return RawFamily(meta, spliced, family.source_format, family.first_line, count)
+    if old == new:  # most rules keep the name (a relabel, a scale): no sample to rebuild
+        return Family(meta, family.samples)
     samples = tuple(_renamed(s, new + s.name[len(old) :]) for s in family.samples)
     return Family(meta, samples)
 
@@ -108,12 +108,13 @@ def scale(family: Family, factor: float) -> Family:
         MetricType.SUMMARY: {base, base + "_sum"},
     }.get(mtype, {s.name for s in family.samples if not s.name.endswith("_created")})
     out = []
+    bounds: dict[str, str] = {}  # each bound text scaled once: a histogram has a few dozen
     for sample in family.samples:
         if sample.name in scaled_names:
             exemplar = _scaled_exemplar(sample.exemplar, apply)
             out.append(_revalued(sample, apply(sample.value), exemplar))
         elif mtype is MetricType.HISTOGRAM and sample.name == base + "_bucket":
-            labels = _scale_le(sample.labels, apply)
+            labels = _scale_le(sample.labels, apply, bounds)
             exemplar = _scaled_exemplar(sample.exemplar, apply)
             out.append(
                 Sample(
@@ -132,11 +133,16 @@ def _bound(value: str) -> float:
     return parsed[0]
 
 
-def _scale_le(labels: Labels, apply: Callable[[float], float]) -> Labels:
-    return tuple(
-        (key, format_value(apply(_bound(value))) if key == "le" and value != "+Inf" else value)
-        for key, value in labels
-    )
+def _scale_le(labels: Labels, apply: Callable[[float], float], bounds: dict[str, str]) -> Labels:
+    """The labels with ``le`` in the new unit; ``bounds`` remembers each bound's new text."""
+    for position, (key, value) in enumerate(labels):
+        if key == "le":
+            scaled = bounds.get(value)
+            if scaled is None:
+                scaled = value if value == "+Inf" else format_value(apply(_bound(value)))
+                bounds[value] = scaled
+            return (*labels[:position], (key, scaled), *labels[position + 1 :])
+    return labels
 
 
 def select(family: Family, selection: Select) -> Family:
@@ -148,119 +154,3 @@ def select(family: Family, selection: Select) -> Family:
         if wanted.issubset(sample.labels)
     ]
     return Family(family.meta, tuple(out))
-
-
-def _relabel_one(labels: dict[str, str], step: CompiledRelabel) -> bool:
-    """Apply one step to ``labels`` in place; False means the series is dropped."""
-    action = step.action
-    if action in (RelabelAction.LABELDROP, RelabelAction.LABELKEEP, RelabelAction.LABELMAP):
-        for key in [k for k in labels if k not in SHAPE_LABELS]:
-            hit = step.regex.fullmatch(key)
-            if (action is RelabelAction.LABELDROP and hit) or (
-                action is RelabelAction.LABELKEEP and not hit
-            ):
-                del labels[key]
-            elif action is RelabelAction.LABELMAP and hit:
-                labels[expand(step.replacement, hit)] = labels[key]
-        return True
-    joined = step.separator.join(labels.get(name, "") for name in step.source_labels)
-    hit = step.regex.fullmatch(joined)
-    if action is RelabelAction.KEEP:
-        return hit is not None
-    if action is RelabelAction.DROP:
-        return hit is None
-    if hit is not None and step.target_label is not None:
-        target = expand(step.target_label, hit)
-        if not LABEL_NAME.fullmatch(target) or target in SHAPE_LABELS or target.startswith("__"):
-            return True  # Prometheus skips a target that expands to an unusable name
-        value = expand(step.replacement, hit)
-        if value:
-            labels[target] = value
-        else:
-            labels.pop(target, None)  # Prometheus: an empty value removes the label
-    return True
-
-
-def relabel_labels(labels: Labels, steps: tuple[CompiledRelabel, ...]) -> Relabelled:
-    """What ``steps`` make of one series' labels (the steps read nothing else: no value)."""
-    rewritten_labels = dict(labels)
-    if not all(_relabel_one(rewritten_labels, step) for step in steps):
-        return None
-    rewritten = rewritten_labels != dict(labels)
-    new_labels = tuple(sorted(rewritten_labels.items())) if rewritten else labels
-    ordered = new_labels if rewritten else tuple(sorted(new_labels))
-    return new_labels, rewritten, series_key(labels), series_key(new_labels), ordered
-
-
-def _relabel_cached(
-    labels: Labels, steps: tuple[CompiledRelabel, ...], cache: RelabelCache | None
-) -> Relabelled:
-    """``relabel_labels``, through ``cache`` when there is one."""
-    if cache is None:
-        return relabel_labels(labels, steps)
-    held = cache.get(labels, steps)
-    if not isinstance(held, Miss):
-        return held
-    outcome = relabel_labels(labels, steps)
-    cache.put(labels, steps, outcome)
-    return outcome
-
-
-def relabel(
-    family: Family, steps: tuple[CompiledRelabel, ...], cache: RelabelCache | None = None
-) -> tuple[Family, int, int]:
-    """Apply relabel steps per series; return the family, series dropped and duplicates removed.
-
-    Two series the steps make one are resolved whole, never sample by sample (a histogram's
-    buckets from two series would not add up). A series the engine serves under the rewritten
-    labels already wins, wherever it stands: the engine's own series is the true one (a patched
-    engine writing ``cache_source="storage_MooncakeStore"`` itself, say). Otherwise the first
-    series rewritten onto those labels is kept. ``cache`` (the caller's) remembers what the
-    steps made of each label set, for the next payload: the same result, without the regexes.
-    """
-    # (sample, what its labels became)
-    kept: list[tuple[Sample, Outcome]] = []
-    dropped = duplicates = 0
-    for sample in family.samples:
-        outcome = _relabel_cached(sample.labels, steps, cache)
-        if outcome is None:
-            dropped += 1
-            continue
-        kept.append((sample, outcome))
-    # Which original series each resulting series comes from: the engine's own first.
-    owner: dict[Labels, Labels] = {}
-    for _, (_, rewritten, before, after, _) in kept:
-        if not rewritten:
-            owner.setdefault(after, before)
-    for _, (_, rewritten, before, after, _) in kept:
-        if rewritten:
-            owner.setdefault(after, before)
-    out: list[Sample] = []
-    seen: set[tuple[str, Labels]] = set()
-    for sample, (new_labels, rewritten, before, after, ordered) in kept:
-        key = (sample.name, ordered)
-        if owner[after] != before or key in seen:
-            duplicates += 1
-            continue
-        seen.add(key)
-        out.append(_relabelled(sample, new_labels) if rewritten else sample)
-    return Family(family.meta, tuple(out)), dropped, duplicates
-
-
-def joined(family: Family, pairs: Labels) -> Family:
-    """Every series with ``pairs`` (``__`` labels a relabel's steps read) added, sorted."""
-    if not pairs:
-        return family
-    samples = tuple(
-        _relabelled(sample, tuple(sorted((*sample.labels, *pairs)))) for sample in family.samples
-    )
-    return Family(family.meta, samples)
-
-
-def without_hidden_labels(family: Family) -> Family:
-    """Every series without its ``__`` labels: they are for relabel steps, never served."""
-    samples = []
-    for sample in family.samples:
-        kept = tuple(p for p in sample.labels if not p[0].startswith("__"))
-        samples.append(sample if len(kept) == len(sample.labels) else _relabelled(sample, kept))
-    return Family(family.meta, tuple(samples))

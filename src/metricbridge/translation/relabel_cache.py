@@ -1,9 +1,10 @@
-"""What relabel steps made of each label set, remembered from one payload to the next.
+"""What relabel steps did to each projection of a series, remembered from one payload to the next.
 
-Relabel steps read a series' labels and nothing else, and an engine serves the same label sets
-scrape after scrape with new values. Running the steps costs 10-20 us a series (RE2 through
-its Python binding, the template, sorting the result), so 48 relabelled series of a real
-SGLang payload cost about as much as the rest of the translation; a hit costs a dict lookup.
+Relabel steps read some of a series' labels and nothing else (``translation.relabel``: the
+projection), and an engine serves the same label sets scrape after scrape with new values.
+Running the steps costs 10-20 us (RE2 through its Python binding, the templates); a hit costs a
+dict lookup. Within one payload ``relabel`` runs them once per projection anyway; this keeps
+those outcomes for the next payload.
 
 The cache belongs to whoever runs the translations (the service's bridge, for its life), is
 bounded in bytes (``model.cache.ByteLRU``), and is emptied when the rules change. A result is
@@ -16,14 +17,15 @@ from __future__ import annotations
 from typing import Final
 
 from metricbridge.model.cache import ByteLRU
-from metricbridge.model.family import Labels
 from metricbridge.translation.compiled import CompiledRelabel
 
-# The labels served, whether the steps changed them, the series before and after
-# (``series_key``), and the served labels sorted (what the duplicate check compares).
-Outcome = tuple[Labels, bool, Labels, Labels, Labels]
+# What of a series the steps read: the values of their source labels ("" for an absent one),
+# then, when a step reads names, the label names, or, with labelmap, every name and value.
+Projection = tuple[str, ...]
+# The net writes of the steps: each label they set (its value) or removed (None).
+Patch = tuple[tuple[str, str | None], ...]
 # None: the steps drop the series.
-Relabelled = Outcome | None
+Relabelled = Patch | None
 Steps = tuple[CompiledRelabel, ...]
 
 
@@ -35,47 +37,52 @@ class Miss:
 
 MISS: Final = Miss()
 
-DEFAULT_BUDGET = 4 << 20  # a 10 MB engine's relabelled family (528 series) takes under 1 MiB
-# Per label tuple held, beyond its strings: the tuple, a pair tuple per label.
+# Projections repeat across series, so entries are few (a 10 MB engine's relabelled family of
+# 528 series has a handful); the budget is there for labelmap rules, which project each series
+# onto all of its labels.
+DEFAULT_BUDGET = 4 << 20
+# Per tuple held, beyond its strings: the tuple, and a slot (a pair tuple for a patch) per item.
 _TUPLE_OVERHEAD = 64
+_ITEM_OVERHEAD = 8
 _PAIR_OVERHEAD = 72
 
 
 class RelabelCache:
-    """Relabel outcomes by input label set; ``lru`` holds them (and is what self-metrics show)."""
+    """Relabel outcomes by projection; ``lru`` holds them (and is what self-metrics show)."""
 
     __slots__ = ("lru",)
 
     def __init__(self, budget: int = DEFAULT_BUDGET) -> None:
-        # By the steps' identity and the labels; the entry keeps its steps alive and checks
+        # By the steps' identity and the projection; the entry keeps its steps alive and checks
         # them on every hit, so an identity reused by other steps cannot match.
-        self.lru: ByteLRU[tuple[int, Labels], tuple[Steps, Relabelled]] = ByteLRU(
+        self.lru: ByteLRU[tuple[int, Projection], tuple[Steps, Relabelled]] = ByteLRU(
             "relabel_results", budget
         )
 
-    def get(self, labels: Labels, steps: Steps) -> Relabelled | Miss:
-        """The outcome remembered for ``labels`` under ``steps``, or ``MISS``."""
-        entry = self.lru.get((id(steps), labels))
+    def get(self, key: Projection, steps: Steps) -> Relabelled | Miss:
+        """The outcome remembered for a projection under ``steps``, or ``MISS``."""
+        entry = self.lru.get((id(steps), key))
         if entry is None or entry[0] is not steps:
             return MISS
         return entry[1]
 
-    def put(self, labels: Labels, steps: Steps, outcome: Relabelled) -> None:
-        """Remember ``outcome`` for ``labels`` under ``steps``."""
-        self.lru.put((id(steps), labels), (steps, outcome), _size(labels, outcome))
+    def put(self, key: Projection, steps: Steps, outcome: Relabelled) -> None:
+        """Remember ``outcome`` for a projection under ``steps``."""
+        self.lru.put((id(steps), key), (steps, outcome), _size(key, outcome))
 
     def reset(self) -> None:
         """Forget every outcome (the rules changed); the counters keep counting."""
         self.lru.reset()
 
 
-def _size(labels: Labels, outcome: Relabelled) -> int:
-    """The estimated bytes of an entry: the input labels' strings, and every tuple it holds.
+def _size(key: Projection, outcome: Relabelled) -> int:
+    """The estimated bytes of an entry: the projection's strings and tuple, and the patch's.
 
-    The outcome's tuples share the input's strings, except values the steps wrote.
+    The patch's names are the projection's or the rules' strings; its values may be new.
     """
-    held = [labels] if outcome is None else [labels, *outcome[:1], *outcome[2:]]
-    strings = sum(len(key) + len(value) for key, value in labels)
+    size = _TUPLE_OVERHEAD + sum(len(item) + _ITEM_OVERHEAD for item in key)
     if outcome is not None:
-        strings += sum(len(value) for _, value in outcome[0])
-    return strings + sum(_TUPLE_OVERHEAD + _PAIR_OVERHEAD * len(tup) for tup in held)
+        size += _TUPLE_OVERHEAD + sum(
+            _PAIR_OVERHEAD + len(name) + len(value or "") for name, value in outcome
+        )
+    return size

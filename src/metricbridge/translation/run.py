@@ -25,14 +25,7 @@ from metricbridge.translation.compiled import (
     Select,
 )
 from metricbridge.translation.naming import copies_of, escaped_targets
-from metricbridge.translation.ops import (
-    joined,
-    relabel,
-    rename,
-    scale,
-    select,
-    without_hidden_labels,
-)
+from metricbridge.translation.ops import rename, scale, select
 from metricbridge.translation.plan import (
     Clash,
     Ending,
@@ -40,7 +33,9 @@ from metricbridge.translation.plan import (
     default_rows,
     find_clashes,
 )
+from metricbridge.translation.relabel import relabel
 from metricbridge.translation.relabel_cache import RelabelCache
+from metricbridge.translation.relabel_join import relabel_joined
 from metricbridge.translation.rows import RowState, RowStatus
 
 __all__ = ["TranslationRun", "TranslationStats", "sample_count"]
@@ -188,10 +183,12 @@ class TranslationRun:
             result = select(parsed, transform)
         else:
             if transform.join is not None:
-                parsed = joined(parsed, self.join_values(*transform.join))
-            result, dropped, duplicates = relabel(parsed, transform.steps, self.relabel_cache)
-            if transform.join is not None:
-                result = without_hidden_labels(result)
+                pairs = self.join_values(*transform.join)
+                result, dropped, duplicates = relabel_joined(
+                    parsed, transform.steps, pairs, self.relabel_cache
+                )
+            else:
+                result, dropped, duplicates = relabel(parsed, transform.steps, self.relabel_cache)
             self.stats.dropped["relabel_drop"] += dropped
             self.stats.dropped["duplicate_series"] += duplicates
         if not result.samples and not compiled.in_place:
