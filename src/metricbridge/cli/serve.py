@@ -36,7 +36,7 @@ from metricbridge.config.load import load_config
 from metricbridge.errors import ConfigError, ListenError
 from metricbridge.service.allocator import MMAP_THRESHOLD, tune_malloc
 from metricbridge.service.background import check_upstreams
-from metricbridge.service.connections import fitted_cap
+from metricbridge.service.descriptor_room import fitted_cap
 from metricbridge.service.scrape import Upstream
 from metricbridge.service.server import (
     STATE,

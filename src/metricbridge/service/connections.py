@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import resource
 import time
 from collections.abc import Callable, Iterator
 
@@ -37,9 +36,6 @@ log = logging.getLogger("metricbridge.server")
 # A spell of refusals is logged (a warning, then an info line when it ends) at most this often:
 # a client churning one connection at the cap starts a new spell with every connection.
 _SPELL_LOG_INTERVAL = 60.0
-# File descriptors kept free below the soft limit for upstream connections, the rules file and
-# the interpreter's own; the connection cap is lowered to fit under the rest.
-_RESERVED_DESCRIPTORS = 64
 # A connection still sending its request head gives way to a newcomer only once it has had this
 # long (or half the header timeout, if shorter): in a burst of connections, aiohttp reads each
 # one's request a moment after accepting it, and those moments must not be mistaken for
@@ -390,28 +386,3 @@ class _BadRequestLog(logging.Filter):
         if first:
             log.debug("unparsable client request (%s), counted from now on: %.80s", kind, exc)
         return False
-
-
-def waiting_room(cap: int) -> int:
-    """How many connections may wait for a slot: ``cap``, or what the open-file limit leaves."""
-    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft == resource.RLIM_INFINITY:
-        return cap
-    return max(0, min(cap, soft - _RESERVED_DESCRIPTORS - cap))
-
-
-def fitted_cap(requested: int) -> int:
-    """``requested``, lowered to fit under the process's open-file limit (with a warning)."""
-    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft == resource.RLIM_INFINITY:
-        return requested
-    room = max(1, soft - _RESERVED_DESCRIPTORS)
-    if requested > room:
-        log.warning(
-            "--web.max-connections %d does not fit the open-file limit %d: using %d",
-            requested,
-            soft,
-            room,
-        )
-        return room
-    return requested

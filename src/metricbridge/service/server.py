@@ -25,7 +25,7 @@ from metricbridge.model.family import Format
 from metricbridge.model.names import shortened
 from metricbridge.service.background import heartbeat, poll_server_info, server_info_urls
 from metricbridge.service.bridge import Bridge, ServedFetch
-from metricbridge.service.connections import waiting_room
+from metricbridge.service.descriptor_room import waiting_room
 from metricbridge.service.gzip_framing import OpenGzip, close_gzip, gzip_member
 from metricbridge.service.negotiation import (
     Escaping,
