@@ -1,0 +1,307 @@
+"""Expositions for the Prometheus-oracle test, each small enough that one failure names one rule.
+
+The inputs are those of Prometheus' parser tests (``model/textparse/promparse_test.go`` and
+``openmetricsparse_test.go`` in prometheus/prometheus), split into one case per rule so that a
+line Prometheus refuses does not hide the lines around it, plus the inputs the issue about
+tolerance listed. ``valid`` is what the installed Prometheus (2.42) does with the case when it
+scrapes it directly: the oracle test checks that too, so a case that says the wrong thing fails.
+
+Timestamps are written ``@MS@`` (milliseconds) or ``@S@`` (seconds, three decimals) and
+replaced by one recent instant when the test starts: a timestamp of 1970 or 2018, as the Go
+tests write, would be out of the TSDB's bounds and dropped by both paths, proving nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+TEXT = "text/plain; version=0.0.4; charset=utf-8"
+OPENMETRICS = "application/openmetrics-text; version=1.0.0; charset=utf-8"
+
+
+@dataclass(frozen=True)
+class OracleCase:
+    """One exposition, how the engine labels it, and whether Prometheus ingests it."""
+
+    name: str
+    body: bytes
+    content_type: str
+    valid: bool
+    # Why the bridge cannot pass the case yet (an xfail, strict); None when it must pass.
+    gap: str | None = None
+    # Prometheus ingests the scrape but keeps none of its samples (a timestamp out of the TSDB's
+    # bounds): the bridge must then store nothing either.
+    stores_nothing: bool = False
+
+    def render(self, now_ms: int) -> bytes:
+        """The body with its timestamps placeholders set to ``now_ms``."""
+        seconds = f"{now_ms // 1000}.{now_ms % 1000:03d}"
+        return self.body.replace(b"@MS@", str(now_ms).encode()).replace(b"@S@", seconds.encode())
+
+
+# Families Prometheus reads in text that OpenMetrics, which the bridge answers Prometheus in,
+# cannot carry: they pass once the bridge answers such a scrape in text (the format fallback).
+CLASH = "OpenMetrics cannot carry a _total counter beside a gauge of its stem: needs the fallback"
+INFO_NAME = "OpenMetrics names an info sample NAME_info: needs the format fallback to carry it"
+OM_VALUES = "OpenMetrics forbids this value in a counter-like sample: needs the format fallback"
+
+
+def _t(name: str, body: bytes, *, valid: bool = True, gap: str | None = None) -> OracleCase:
+    return OracleCase(f"text_{name}", body, TEXT, valid, gap)
+
+
+def _om(
+    name: str, body: bytes, *, valid: bool = True, gap: str | None = None, empty: bool = False
+) -> OracleCase:
+    return OracleCase(f"om_{name}", body, OPENMETRICS, valid, gap, empty)
+
+
+# --- promparse_test.go TestPromParse, one rule a case ------------------------------------------
+TEXT_VALID = [
+    _t(
+        "summary_label_spacing",
+        b"# HELP go_gc_duration_seconds A summary of the GC invocation durations.\n"
+        b"# \tTYPE go_gc_duration_seconds summary\n"
+        b'go_gc_duration_seconds{quantile="0"} 4.9351e-05\n'
+        b'go_gc_duration_seconds{quantile="0.25",} 7.424100000000001e-05\n'
+        b'go_gc_duration_seconds{quantile="0.5",a="b"} 8.3835e-05\n'
+        b'go_gc_duration_seconds{quantile="0.8", a="b"} 8.3835e-05\n'
+        b'go_gc_duration_seconds{ quantile="0.9", a="b"} 8.3835e-05\n'
+        b'go_gc_duration_seconds{ quantile="1.0", a="b" } 8.3835e-05\n'
+        b"go_gc_duration_seconds_count 99\n",
+    ),
+    _t(
+        "comments_and_empty_help",
+        b"# Hrandom comment starting with prefix of HELP\n#\n"
+        b'wind_speed{A="2",c="3"} 12345\n'
+        b"# comment with escaped \\n newline\n# comment with escaped \\ escape character\n"
+        b"# HELP nohelp1\n# HELP nohelp2 \n",
+    ),
+    _t("space_before_brace", b'go_gc_duration_seconds { quantile="1.0", a="b" } 8.3835e-05\n'),
+    _t(
+        "spaces_around_equals",
+        b'go_gc_duration_seconds { quantile= "1.0", a= "b", } 8.3835e-05\n'
+        b'go_gc_duration_seconds { quantile = "2.0", a = "b" } 8.3835e-05\n',
+    ),
+    _t(
+        "labels_without_comma",
+        b'go_gc_duration_seconds { quantile = "2.0" a = "b" } 8.3835e-05\n',
+    ),
+    _t("colon_name_tab_value", b'some:aggregate:rate5m{a_b="c"}\t1\n'),
+    _t(
+        "gauge_timestamp_after_whitespace",
+        b"# HELP go_goroutines Number of goroutines that currently exist.\n"
+        b"# TYPE go_goroutines gauge\ngo_goroutines 33  \t@MS@\n",
+    ),
+    _t(
+        "underscore_names_escaped_quotes",
+        b"_metric_starting_with_underscore 1\n"
+        b'testmetric{_label_starting_with_underscore="foo"} 1\n'
+        b'testmetric{label="\\"bar\\""} 1\n',
+    ),
+    _t("null_byte_in_help_and_value", b'# HELP metric foo\x00bar\nnull_byte_metric{a="abc\x00"} 1'),
+    # TestPromNullByteHandling's accepted inputs.
+    _t("null_byte_value_start", b'a{b="\x00ss"} 1\n'),
+    _t("null_byte_value_only", b'a{b="\x00"} 1\n'),
+    # What the issue listed beside the Go tests.
+    _t("last_line_without_newline", b"# TYPE a gauge\na 1\nb 2"),
+    _t("no_space_after_brace", b'a{b="c"}1\n'),
+    _t("family_not_contiguous", b'a 1\nb 2\na{x="y"} 3\n'),
+    _t(
+        "typed_family_again_later",
+        b'# TYPE a counter\na 1\n# TYPE b gauge\nb 2\na{x="y"} 3\n',
+    ),
+    _t(
+        "client_golang_gauge_beside_counter",
+        b"# HELP go_memstats_alloc_bytes Number of bytes allocated and still in use.\n"
+        b"# TYPE go_memstats_alloc_bytes gauge\ngo_memstats_alloc_bytes 1.2e+06\n"
+        b"# HELP go_memstats_alloc_bytes_total Total number of bytes allocated.\n"
+        b"# TYPE go_memstats_alloc_bytes_total counter\ngo_memstats_alloc_bytes_total 3.4e+07\n",
+        gap=CLASH,
+    ),
+    _t(
+        "negative_summary_quantiles_and_sum",
+        b'# TYPE s summary\ns{quantile="0.5"} -1.5\ns{quantile="0.9"} -0.5\ns_sum -3\ns_count 2\n',
+        gap=OM_VALUES,
+    ),
+    _t(
+        "negative_histogram_sum",
+        b'# TYPE h histogram\nh_bucket{le="0"} 1\nh_bucket{le="+Inf"} 2\nh_sum -4\nh_count 2\n',
+        gap=OM_VALUES,
+    ),
+    _t(
+        "non_integer_bucket_counts",
+        b'# TYPE h histogram\nh_bucket{le="1"} 0.5\nh_bucket{le="+Inf"} 2.5\n'
+        b"h_sum 3\nh_count 2.5\n",
+        gap=OM_VALUES,
+    ),
+    _t("nan_counter", b"# TYPE c counter\nc NaN\n", gap=OM_VALUES),
+    _t("negative_inf_counter", b"# TYPE c counter\nc -Inf\n", gap=OM_VALUES),
+    _t(
+        "mixed_timestamps_in_a_family",
+        b'# TYPE g gauge\ng{a="1"} 1 @MS@\ng{a="2"} 2\n',
+    ),
+    _t("special_values", b"a +Inf\nb -Inf\nc NaN\nd -0\ne 1e-310\n"),
+    _t("untyped_type", b"# TYPE u untyped\nu 3\n"),
+]
+
+# --- promparse_test.go TestPromParseErrors and TestPromNullByteHandling, then the issue's two
+# --- scrape-failing inputs
+TEXT_INVALID = [
+    _t("err_name_only", b"a", valid=False),
+    _t("err_single_quotes", b"a{b='c'} 1\n", valid=False),
+    _t("err_label_value_missing", b"a{b=\n", valid=False),
+    _t("err_label_name_not_utf8", b'a{\xff="foo"} 1\n', valid=False),
+    _t("err_label_value_not_utf8", b'a{b="\xff"} 1\n', valid=False),
+    _t("err_value_true", b"a true\n", valid=False),
+    _t("err_unterminated_value", b'something_weird{problem="', valid=False),
+    _t("err_empty_label_name", b'empty_label_name{=""} 0', valid=False),
+    _t("err_underscore_float", b"foo 1_2\n", valid=False),
+    _t("err_hex_float", b"foo 0x1p-3\n", valid=False),
+    _t("err_hex_float_upper", b"foo 0x1P-3\n", valid=False),
+    _t("err_underscore_timestamp", b"foo 0 1_2\n", valid=False),
+    _t("err_no_metric_name", b'{a="ok"} 1', valid=False),
+    _t("err_type_no_name", b"# TYPE #\n#EOF\n", valid=False),
+    _t("err_help_no_name", b"# HELP #\n#EOF\n", valid=False),
+    _t("err_null_before_value_quote", b'a{b=\x00"ssss"} 1\n', valid=False),
+    _t("err_null_unterminated", b'a{b="\x00', valid=False),
+    _t("err_null_in_label_name", b'a{b\x00="hiih"}\t1', valid=False),
+    _t("err_null_in_name", b'a\x00{b="ddd"} 1', valid=False),
+    _t("err_null_after_timestamp", b"a 0 1\x00", valid=False),
+    # Prometheus 2.42's text parser knows no gaugehistogram type ("invalid metric type"); newer
+    # releases read it, as OpenMetrics does.
+    _t("gaugehistogram_type", b'# TYPE gh gaugehistogram\ngh_bucket{le="+Inf"} 1\n', valid=False),
+    _t("err_name_label_in_braces", b'x{__name__="evil"} 1\n', valid=False),
+    _t("err_timestamp_20_digits", b"a 1 100000000000000000000\n", valid=False),
+    # TestUTF8PromParse's syntax, which Prometheus 2.42 does not read yet (Prometheus 3 does).
+    _t(
+        "utf8_quoted_name_first",
+        b'{"go.gc_duration_seconds",quantile="0"} 4.9351e-05\n',
+        valid=False,
+    ),
+    _t("utf8_quoted_name_not_first", b'{q="0.9","http.status",a="b"} 8.3835e-05\n', valid=False),
+]
+
+# --- openmetricsparse_test.go TestOpenMetricsParse, one rule a case ---------------------------
+OM_VALID = [
+    _om(
+        "summary_with_unit",
+        b"# HELP go_gc_duration_seconds A summary of the GC invocation durations.\n"
+        b"# TYPE go_gc_duration_seconds summary\n# UNIT go_gc_duration_seconds seconds\n"
+        b'go_gc_duration_seconds{quantile="0"} 4.9351e-05\n'
+        b'go_gc_duration_seconds{quantile="0.25"} 7.424100000000001e-05\n'
+        b'go_gc_duration_seconds{quantile="0.5",a="b"} 8.3835e-05\n'
+        b'go_gc_duration_seconds{quantile="1.0",a="b"} 8.3835e-05\n'
+        b"go_gc_duration_seconds_count 99\n# EOF\n",
+    ),
+    _om(
+        "help_escapes_and_empty_metadata",
+        b'# HELP nohelp1 \n# HELP help2 escape \\ \\n \\\\ \\" \\x chars\n# UNIT nounit \n'
+        b'some:aggregate:rate5m{a_b="c"} 1\n# EOF\n',
+    ),
+    _om(
+        "gauge_with_timestamp",
+        b"# HELP go_goroutines Number of goroutines that currently exist.\n"
+        b"# TYPE go_goroutines gauge\ngo_goroutines 33 @S@\n# EOF\n",
+    ),
+    _om(
+        "histogram_and_gaugehistogram",
+        b'# TYPE hh histogram\nhh_bucket{le="+Inf"} 1\n'
+        b'# TYPE gh gaugehistogram\ngh_bucket{le="+Inf"} 1\n# EOF\n',
+    ),
+    _om(
+        "exemplars",
+        b'# TYPE hhh histogram\nhhh_bucket{le="+Inf"} 1 # {id="histogram-bucket-test"} 4\n'
+        b"# TYPE ggh gaugehistogram\n"
+        b'ggh_bucket{le="+Inf"} 1 # {id="gaugehistogram-bucket-test",xx="yy"} 4 @S@\n'
+        b"ggh_gcount 1\nggh_gsum 1\n# TYPE c counter\n"
+        b'c_total 3 # {id="counter-test"} 5\n# EOF\n',
+    ),
+    _om("info", b'# TYPE ii info\nii_info{foo="bar"} 1\n# EOF\n'),
+    # The Go test's info sample, without the _info suffix the specification asks for.
+    _om("info_without_suffix", b'# TYPE ii info\nii{foo="bar"} 1\n# EOF\n', gap=INFO_NAME),
+    _om(
+        "stateset",
+        b'# TYPE ss stateset\nss{ss="foo"} 1\nss{ss="bar"} 0\n# EOF\n',
+    ),
+    _om(
+        "unknown",
+        b"# TYPE un unknown\nun 1\n_metric_starting_with_underscore 1\n"
+        b'testmetric{_label_starting_with_underscore="foo"} 1\n'
+        b'testmetric{label="\\"bar\\""} 1\n# EOF\n',
+    ),
+    _om(
+        "counter_created",
+        b"# HELP foo Counter with and without labels\n# TYPE foo counter\n"
+        b'foo_total 17.0 @S@ # {id="counter-test"} 5\nfoo_created 1520872607.123\n'
+        b'foo_total{a="b"} 17.0 @S@ # {id="counter-test"} 5\n'
+        b'foo_created{a="b"} 1520872607.123\n'
+        b'foo_total{le="c"} 21.0\nfoo_created{le="c"} 1520872621.123\n'
+        b'foo_total{le="1"} 10.0\n# EOF\n',
+    ),
+    _om(
+        "summary_created_last",
+        b"# TYPE bar summary\nbar_count 17.0\nbar_sum 324789.3\n"
+        b'bar{quantile="0.95"} 123.7\nbar{quantile="0.99"} 150.0\n'
+        b"bar_created 1520872608.124\n# EOF\n",
+    ),
+    _om(
+        "histogram_created",
+        b'# TYPE baz histogram\nbaz_bucket{le="0.0"} 0\nbaz_bucket{le="+Inf"} 17\n'
+        b"baz_count 17\nbaz_sum 324789.3\nbaz_created 1520872609.125\n# EOF\n",
+    ),
+    _om("gauge_named_created", b"# TYPE fizz_created gauge\nfizz_created 17.0\n# EOF\n"),
+    _om(
+        "null_byte",
+        b'# HELP metric foo\x00bar\nnull_byte_metric{a="abc\x00"} 1\n# EOF\n',
+    ),
+    # The OpenMetrics project's duplicate_timestamps_1 as the issue described it: a series
+    # repeated with equal timestamps (Prometheus keeps the first sample).
+    _om(
+        "duplicate_timestamps",
+        b'# TYPE a gauge\na{a="1"} 1 @S@\na{a="1"} 2 @S@\n# EOF\n',
+    ),
+]
+
+# --- openmetricsparse_test.go TestOpenMetricsParseErrors (a selection, one rule a case) --------
+OM_INVALID = [
+    _om("err_no_eof", b"# TYPE c counter\nc_total 1\n", valid=False),
+    _om("err_tab_separator", b"a\t1\n# EOF\n", valid=False),
+    _om("err_two_spaces", b"a  1\n# EOF\n", valid=False),
+    _om("err_data_after_eof", b"a 1\n# EOF\nb 2\n", valid=False),
+    _om("err_bad_type", b"# TYPE a foo\na 1\n# EOF\n", valid=False),
+    _om("err_label_no_value", b"a{b} 1\n# EOF\n", valid=False),
+    _om(
+        "err_exemplar_without_labels",
+        b'# TYPE h histogram\nh_bucket{le="+Inf"} 1 # 1\n# EOF\n',
+        valid=False,
+    ),
+    _om(
+        "err_exemplar_bad_value",
+        b'# TYPE h histogram\nh_bucket{le="+Inf"} 1 # {a="b"} x\n# EOF\n',
+        valid=False,
+    ),
+    _om("err_exemplar_on_gauge", b'# TYPE g gauge\ng 1 # {a="b"} 1\n# EOF\n', valid=False),
+    _om("err_timestamp_bad", b"a 1 1x\n# EOF\n", valid=False),
+    _om("err_name_label_in_braces", b'x{__name__="evil"} 1\n# EOF\n', valid=False),
+    # Prometheus 2.42 (openmetricsparse_test.go of its time) allows exemplars on buckets and
+    # counters only: one on a histogram's _count or a summary's fails the scrape. Newer
+    # releases take them.
+    _om(
+        "err_exemplar_on_count",
+        b'# TYPE hhh histogram\nhhh_bucket{le="+Inf"} 1\n'
+        b'hhh_count 1 # {id="histogram-count-test"} 4\n# EOF\n',
+        valid=False,
+    ),
+    _om(
+        "err_exemplar_on_summary",
+        b'# TYPE smr_seconds summary\nsmr_seconds_count 2.0 # {id="summary-count-test"} 1 @S@\n'
+        b'smr_seconds_sum 42.0 # {id="summary-sum-test"} 1 @S@\n# EOF\n',
+        valid=False,
+    ),
+    # The OpenMetrics parser reads the timestamp as float seconds and wraps its milliseconds
+    # into int64: the scrape succeeds and the sample, far out of the TSDB's bounds, is dropped.
+    _om("timestamp_20_digits", b"a 1 100000000000000000000\n# EOF\n", empty=True),
+]
+
+CASES = [*TEXT_VALID, *TEXT_INVALID, *OM_VALID, *OM_INVALID]
