@@ -349,3 +349,26 @@ def test_alternating_families_read_in_linear_time() -> None:
     assert exposition.problems == []
     assert [len(family.samples) for family in exposition.families] == [4000, 4000]
     assert _read_seconds(large) < 10 * _read_seconds(small)
+
+
+# --- the text lexer's blanks -----------------------------------------------------------------
+# promparse_test.go TestPromParse: blanks between the name and the braces, around `=`, no comma
+# between two labels, and (promlex.l reads a value token wherever one starts) a value straight
+# after the closing brace. OpenMetrics' ABNF allows none of them.
+@pytest.mark.parametrize(
+    "line",
+    [
+        pytest.param(b'm { quantile="1.0", a="b" } 8.3835e-05', id="space_before_brace"),
+        pytest.param(b'm { quantile= "1.0", a= "b", } 8.3835e-05', id="space_after_equals"),
+        pytest.param(b'm { quantile = "1.0" a = "b" } 8.3835e-05', id="no_comma"),
+        pytest.param(b'm{quantile="1.0",a="b"}8.3835e-05', id="no_space_before_value"),
+    ],
+)
+def test_the_text_lexers_blanks_are_read_as_prometheus_reads_them(line: bytes) -> None:
+    """Read in text with its labels and value; refused in OpenMetrics, naming the line."""
+    for exposition in reads(b"# TYPE m gauge\n" + line + b"\n", Format.TEXT):
+        assert exposition.problems == []
+        assert served(exposition, Format.TEXT).endswith(b'm{quantile="1.0",a="b"} 8.3835e-05\n')
+    for exposition in reads(b"# TYPE m gauge\n" + line + b"\n# EOF\n", Format.OPENMETRICS):
+        assert exposition.families == []
+        assert [problem.line for problem in exposition.problems] == [2]
