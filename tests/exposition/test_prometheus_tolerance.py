@@ -372,3 +372,18 @@ def test_the_text_lexers_blanks_are_read_as_prometheus_reads_them(line: bytes) -
     for exposition in reads(b"# TYPE m gauge\n" + line + b"\n# EOF\n", Format.OPENMETRICS):
         assert exposition.families == []
         assert [problem.line for problem in exposition.problems] == [2]
+
+
+def test_a_created_sample_without_a_timestamp_beside_a_timestamped_total_is_read() -> None:
+    """openmetricsparse_test.go TestOpenMetricsParse: `foo_total 17.0 TS # {...} 5` then
+    `foo_created CT`, without a timestamp; Prometheus reads both. A _total that mixes is not."""
+    payload = (
+        b'# TYPE foo counter\nfoo_total 17.0 1520879607.789 # {id="counter-test"} 5\n'
+        b"foo_created 1520872607.123\n# EOF\n"
+    )
+    for exposition in reads(payload, Format.OPENMETRICS):
+        assert exposition.problems == []
+        assert served(exposition, Format.OPENMETRICS) == payload
+    mixed = b"# TYPE foo counter\nfoo_total 1 1520879607.789\nfoo_total 2\n# EOF\n"
+    for exposition in reads(mixed, Format.OPENMETRICS):
+        assert [problem.reason for problem in exposition.problems] == ["timestamps"]
