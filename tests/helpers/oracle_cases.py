@@ -255,6 +255,27 @@ OM_VALID = [
         "null_byte",
         b'# HELP metric foo\x00bar\nnull_byte_metric{a="abc\x00"} 1\n# EOF\n',
     ),
+    # TestOpenMetricsParseErrors' happy cases: an exposition of nothing but its EOF line.
+    _om("only_eof", b"# EOF\n", empty=True),
+    _om("only_eof_without_newline", b"# EOF", empty=True),
+    # TestOMNullByteHandling's accepted inputs.
+    _om("null_byte_value_start", b'a{b="\x00ss"} 1\n# EOF\n'),
+    _om("null_byte_eof_without_newline", b'a{b="\x00"} 1\n# EOF'),
+    # TestCTParseFailures: _created before the samples it belongs to, and a counter without
+    # metadata.
+    _om(
+        "created_first",
+        b"# HELP thing histogram with _created as first line\n# TYPE thing histogram\n"
+        b"thing_created 1520872607.123\nthing_count 17\nthing_sum 324789.3\n"
+        b'thing_bucket{le="0.0"} 0\nthing_bucket{le="+Inf"} 17\n'
+        b"# HELP thing_c counter with _created as first line\n# TYPE thing_c counter\n"
+        b"thing_c_created 1520872607.123\nthing_c_total 14123.232\n# EOF\n",
+    ),
+    _om(
+        "counter_without_metadata",
+        b'foo_total 17.0\nfoo_created 1520872607.123\nfoo_total{a="b"} 17.0\n'
+        b'foo_created{a="b"} 1520872608.123\n# EOF\n',
+    ),
     # The OpenMetrics project's duplicate_timestamps_1 as the issue described it: a series
     # repeated with equal timestamps (Prometheus keeps the first sample).
     _om(
@@ -263,30 +284,92 @@ OM_VALID = [
     ),
 ]
 
-# --- openmetricsparse_test.go TestOpenMetricsParseErrors (a selection, one rule a case) --------
+# --- openmetricsparse_test.go TestOpenMetricsParseErrors and TestOMNullByteHandling, each input
+# --- as the test writes it, then the issue's two scrape-failing inputs
+_OM_ERRORS = [
+    b"",
+    b"\n",
+    b"metric",
+    b"metric 1",
+    b"metric 1\n",
+    b'metric_total 1 # {aa="bb"} 4',
+    b"a\n#EOF\n",
+    b"\n\n#EOF\n",
+    b" a 1\n#EOF\n",
+    b"9\n#EOF\n",
+    b"# TYPE u untyped\n#EOF\n",
+    b"# TYPE c counter \n#EOF\n",
+    b"#  TYPE c counter\n#EOF\n",
+    b"# TYPE \n#EOF\n",
+    b"# TYPE m\n#EOF\n",
+    b"# UNIT metric suffix\n#EOF\n",
+    b"# UNIT metricsuffix suffix\n#EOF\n",
+    b"# UNIT m suffix\n#EOF\n",
+    b"# UNIT \n#EOF\n",
+    b"# UNIT m\n#EOF\n",
+    b"# HELP \n#EOF\n",
+    b"# HELP m\n#EOF\n",
+    b"a\t1\n#EOF\n",
+    b"a 1\t2\n#EOF\n",
+    b"a 1 2 \n#EOF\n",
+    b"a 1 2 #\n#EOF\n",
+    b"a 1 1z\n#EOF\n",
+    b" # EOF\n",
+    b"# EOF\na 1",
+    b"# EOF\n\n",
+    b"# EOFa 1",
+    b"#\tTYPE c counter\n",
+    b"# TYPE c  counter\n",
+    b"a 1 1 1\n# EOF\n",
+    b"a{b='c'} 1\n# EOF\n",
+    b'a{,b="c"} 1\n# EOF\n',
+    b'a{b="c"d="e"} 1\n# EOF\n',
+    b'a{b="c",,d="e"} 1\n# EOF\n',
+    b"a{b=\n# EOF\n",
+    b'a{\xff="foo"} 1\n# EOF\n',
+    b'a{b="\xff"} 1\n# EOF\n',
+    b'{"a","b = "c"}\n# EOF\n',
+    b'{"a",b\\nc="d"} 1\n# EOF\n',
+    b"a true\n",
+    b'something_weird{problem="\n# EOF\n',
+    b'empty_label_name{=""} 0\n# EOF\n',
+    b"foo 1_2\n\n# EOF\n",
+    b"foo 0x1p-3\n\n# EOF\n",
+    b"foo 0x1P-3\n\n# EOF\n",
+    b"foo 0 1_2\n\n# EOF\n",
+    b"custom_metric_total 1 # {aa=bb}\n# EOF\n",
+    b'custom_metric_total 1 # {aa="bb"}\n# EOF\n',
+    b'custom_metric_total 1 # {aa="bb"}',
+    b"custom_metric_total 1 # {bb}",
+    b'custom_metric_total 1 # {bb, a="dd"}',
+    b'custom_metric_total 1 # {aa="bb",,cc="dd"} 1',
+    b'custom_metric_total 1 # {aa="bb"} 1_2',
+    b'custom_metric_total 1 # {aa="bb"} 0x1p-3',
+    b'custom_metric_total 1 # {aa="bb"} true',
+    b'custom_metric_total 1 # {aa="bb",cc=}',
+    b'custom_metric_total 1 # {aa=\\"\xff\\"} 9.0',
+    b'{b="c",} 1',
+    b"a 1 NaN",
+    b"a 1 -Inf",
+    b"a 1 Inf",
+    b'# TYPE hhh histogram\nhhh_bucket{le="+Inf"} 1 # {aa="bb"} 4 NaN',
+    b'# TYPE hhh histogram\nhhh_bucket{le="+Inf"} 1 # {aa="bb"} 4 -Inf',
+    # TestOMNullByteHandling
+    b'a{b=\x00"ssss"} 1\n# EOF\n',
+    b'a{b="\x00',
+    b'a{b\x00="hiih"}\t1',
+    b'a\x00{b="ddd"} 1',
+    b"#",
+    b"# H",
+    b'custom_metric_total 1 # {b=\x00"ssss"} 1\n',
+    b'custom_metric_total 1 # {b="\x00ss"} 1\n',
+]
+# Each fails Prometheus' scrape: the bridge must refuse it, or serve what it keeps valid.
 OM_INVALID = [
-    _om("err_no_eof", b"# TYPE c counter\nc_total 1\n", valid=False),
-    _om("err_tab_separator", b"a\t1\n# EOF\n", valid=False),
-    _om("err_two_spaces", b"a  1\n# EOF\n", valid=False),
-    _om("err_data_after_eof", b"a 1\n# EOF\nb 2\n", valid=False),
-    _om("err_bad_type", b"# TYPE a foo\na 1\n# EOF\n", valid=False),
-    _om("err_label_no_value", b"a{b} 1\n# EOF\n", valid=False),
-    _om(
-        "err_exemplar_without_labels",
-        b'# TYPE h histogram\nh_bucket{le="+Inf"} 1 # 1\n# EOF\n',
-        valid=False,
-    ),
-    _om(
-        "err_exemplar_bad_value",
-        b'# TYPE h histogram\nh_bucket{le="+Inf"} 1 # {a="b"} x\n# EOF\n',
-        valid=False,
-    ),
-    _om("err_exemplar_on_gauge", b'# TYPE g gauge\ng 1 # {a="b"} 1\n# EOF\n', valid=False),
-    _om("err_timestamp_bad", b"a 1 1x\n# EOF\n", valid=False),
+    *(_om(f"err_{index:02d}", body, valid=False) for index, body in enumerate(_OM_ERRORS)),
     _om("err_name_label_in_braces", b'x{__name__="evil"} 1\n# EOF\n', valid=False),
-    # Prometheus 2.42 (openmetricsparse_test.go of its time) allows exemplars on buckets and
-    # counters only: one on a histogram's _count or a summary's fails the scrape. Newer
-    # releases take them.
+    # Prometheus 2.42 allows exemplars on buckets and counters only: one on a histogram's
+    # _count or a summary's fails the scrape. Newer releases take them.
     _om(
         "err_exemplar_on_count",
         b'# TYPE hhh histogram\nhhh_bucket{le="+Inf"} 1\n'
@@ -299,9 +382,8 @@ OM_INVALID = [
         b'smr_seconds_sum 42.0 # {id="summary-sum-test"} 1 @S@\n# EOF\n',
         valid=False,
     ),
-    # The OpenMetrics parser reads the timestamp as float seconds and wraps its milliseconds
-    # into int64: the scrape succeeds and the sample, far out of the TSDB's bounds, is dropped.
-    _om("timestamp_20_digits", b"a 1 100000000000000000000\n# EOF\n", empty=True),
+    _om("err_exemplar_on_gauge", b'# TYPE g gauge\ng 1 # {a="b"} 1\n# EOF\n', valid=False),
+    _om("err_bad_type", b"# TYPE a foo\na 1\n# EOF\n", valid=False),
 ]
 
 CASES = [*TEXT_VALID, *TEXT_INVALID, *OM_VALID, *OM_INVALID]
