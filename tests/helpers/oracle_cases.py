@@ -111,6 +111,42 @@ TEXT_VALID = [
         "typed_family_again_later",
         b'# TYPE a counter\na 1\n# TYPE b gauge\nb 2\na{x="y"} 3\n',
     ),
+    # The same, its TYPE line repeated: expfmt (promtool check metrics) refuses a second TYPE
+    # line, Prometheus' scrape parser reads it.
+    _t(
+        "type_line_again",
+        b'# TYPE a counter\na 1\n# TYPE b gauge\nb 2\n# TYPE a counter\na{x="y"} 3\n',
+    ),
+    # TestPromParse's input whole: the family that comes back after wind_speed, its repeated
+    # series, comments and blanks together.
+    _t(
+        "promparse_whole_input",
+        b"# HELP go_gc_duration_seconds A summary of the GC invocation durations.\n"
+        b"# \tTYPE go_gc_duration_seconds summary\n"
+        b'go_gc_duration_seconds{quantile="0"} 4.9351e-05\n'
+        b'go_gc_duration_seconds{quantile="0.25",} 7.424100000000001e-05\n'
+        b'go_gc_duration_seconds{quantile="0.5",a="b"} 8.3835e-05\n'
+        b'go_gc_duration_seconds{quantile="0.8", a="b"} 8.3835e-05\n'
+        b'go_gc_duration_seconds{ quantile="0.9", a="b"} 8.3835e-05\n'
+        b"# Hrandom comment starting with prefix of HELP\n#\n"
+        b'wind_speed{A="2",c="3"} 12345\n'
+        b"# comment with escaped \\n newline\n# comment with escaped \\ escape character\n"
+        b"# HELP nohelp1\n# HELP nohelp2 \n"
+        b'go_gc_duration_seconds{ quantile="1.0", a="b" } 8.3835e-05\n'
+        b'go_gc_duration_seconds { quantile="1.0", a="b" } 8.3835e-05\n'
+        b'go_gc_duration_seconds { quantile= "1.0", a= "b", } 8.3835e-05\n'
+        b'go_gc_duration_seconds { quantile = "1.0", a = "b" } 8.3835e-05\n'
+        b'go_gc_duration_seconds { quantile = "2.0" a = "b" } 8.3835e-05\n'
+        b"go_gc_duration_seconds_count 99\n"
+        b'some:aggregate:rate5m{a_b="c"}\t1\n'
+        b"# HELP go_goroutines Number of goroutines that currently exist.\n"
+        b"# TYPE go_goroutines gauge\ngo_goroutines 33  \t@MS@\n"
+        b"_metric_starting_with_underscore 1\n"
+        b'testmetric{_label_starting_with_underscore="foo"} 1\n'
+        b'testmetric{label="\\"bar\\""} 1\n'
+        b"# HELP metric foo\x00bar\n"
+        b'null_byte_metric{a="abc\x00"} 1',
+    ),
     _t(
         "client_golang_gauge_beside_counter",
         b"# HELP go_memstats_alloc_bytes Number of bytes allocated and still in use.\n"
@@ -168,8 +204,8 @@ TEXT_INVALID = [
     _t("err_null_in_label_name", b'a{b\x00="hiih"}\t1', valid=False),
     _t("err_null_in_name", b'a\x00{b="ddd"} 1', valid=False),
     _t("err_null_after_timestamp", b"a 0 1\x00", valid=False),
-    # Prometheus 2.42's text parser knows no gaugehistogram type ("invalid metric type"); newer
-    # releases read it, as OpenMetrics does.
+    # Prometheus 2.42's text parser knows no gaugehistogram type ("invalid metric type"), nor
+    # does expfmt ("unknown metric type"): only OpenMetrics has one.
     _t("gaugehistogram_type", b'# TYPE gh gaugehistogram\ngh_bucket{le="+Inf"} 1\n', valid=False),
     _t("err_name_label_in_braces", b'x{__name__="evil"} 1\n', valid=False),
     _t("err_timestamp_20_digits", b"a 1 100000000000000000000\n", valid=False),
