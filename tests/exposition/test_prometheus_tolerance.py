@@ -387,3 +387,18 @@ def test_a_created_sample_without_a_timestamp_beside_a_timestamped_total_is_read
     mixed = b"# TYPE foo counter\nfoo_total 1 1520879607.789\nfoo_total 2\n# EOF\n"
     for exposition in reads(mixed, Format.OPENMETRICS):
         assert [problem.reason for problem in exposition.problems] == ["timestamps"]
+
+
+@pytest.mark.parametrize("fmt", [Format.TEXT, Format.OPENMETRICS])
+def test_a_quoted_name_not_first_in_the_braces_is_the_metric_name(fmt: Format) -> None:
+    """Prometheus 3's UTF-8 syntax (TestUTF8OpenMetricsParse: `{q="0.9","http.status",a="b"}`):
+    the quoted string without a value is the name wherever it stands in the braces."""
+    eof = b"# EOF\n" if fmt is Format.OPENMETRICS else b""
+    payload = b'# TYPE http_status gauge\n{q="0.9","http.status",a="b"} 8.3835e-05\n' + eof
+    for exposition in reads(payload, fmt):
+        assert exposition.problems == []
+        assert len(exposition.families) == 1
+        assert b'http_status{q="0.9",a="b"} 8.3835e-05\n' in served(exposition, fmt)
+    twice = b'# TYPE a gauge\na{"b"} 1\n' + eof
+    for exposition in reads(twice, fmt):
+        assert [problem.line for problem in exposition.problems] == [2]

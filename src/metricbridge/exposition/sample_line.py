@@ -83,7 +83,7 @@ def _read_labels(
     text and OpenMetrics parsers add the metric name as ``__name__`` and then this label too,
     and its storage refuses the duplicate name, failing the whole scrape
     (``label name "__name__" is not unique``). The metric name goes before the braces, or
-    quoted and alone inside them (``{"name"}``).
+    quoted without a value inside them (``{"name"}``, ``{a="b","name"}``).
 
     ``lenient`` is the text format's: Prometheus' text lexer reads the next label name after a
     value whether or not a comma stands between them (``{a="1" b="2"}``, promparse_test.go).
@@ -97,7 +97,9 @@ def _read_labels(
             return name, tuple(labels), pos + 1
         key, pos, was_quoted = _read_name(line, pos, label=True)
         pos = _skip_space(line, pos)
-        if was_quoted and name is None and not labels and pos < len(line) and line[pos] in ",}":
+        # A quoted name without `=` is the metric name, first or not (Prometheus 3's
+        # `{q="0.9","http.status"}`, openmetricsparse_test.go TestUTF8OpenMetricsParse).
+        if was_quoted and name is None and pos < len(line) and line[pos] in ",}":
             name = key if METRIC_NAME.fullmatch(key) else legacy_name(key)
         else:
             if key == NAME_LABEL and not exemplar:
