@@ -124,7 +124,9 @@ class Closing:
             if first != line:
                 series = sample.name + (label_set(sample.labels) if sample.labels else "")
                 message = f"series {series} repeats the one at line {first}; the repeat is dropped"
-                problem = ExpositionError(message, line=line, family=builder.declared)
+                problem = ExpositionError(
+                    message, line=line, family=builder.declared, family_kept=True
+                )
                 self.result.problems.append(problem)
                 continue
             out.append(sample)
