@@ -5,7 +5,7 @@ the case (job ``direct-N``) and a bridge in front of that engine with a pass-thr
 (job ``bridge-N``). Its TSDB, read through the HTTP API, is then compared job against job:
 
 - a case Prometheus ingests directly has the same series, with the same values, through the
-  bridge, and the same timestamps where the case writes them;
+  bridge, the same exemplars, and the same timestamps where the case writes them;
 - a case Prometheus refuses directly is refused, or re-served valid, by the bridge: its target
   stays up, because a payload Prometheus cannot parse fails the whole scrape and loses every
   other family with it.
@@ -35,7 +35,7 @@ import pytest
 import yaml
 from aiohttp import web
 
-from helpers.oracle_cases import CASES, OracleCase
+from helpers.oracle_cases import CASES, OPENMETRICS, OracleCase
 from helpers.ports import free_port
 from helpers.service import bridge_app
 
@@ -160,6 +160,7 @@ def oracle(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Oracle]:
             f"--config.file={_prometheus_config(tmp, world)}",
             f"--storage.tsdb.path={tmp / 'data'}",
             f"--web.listen-address={web_address}",
+            "--enable-feature=exemplar-storage",
         ]
         with (tmp / "prometheus.log").open("wb") as log:
             process = subprocess.Popen(  # noqa: S603 - the binary found above, our arguments
@@ -226,6 +227,28 @@ def _samples(
     return out
 
 
+Exemplar = tuple[Series, Series, str, float | None]
+
+
+def _exemplars(url: str, job: str, written_before: float) -> set[Exemplar]:
+    """Every stored exemplar of ``job``: its series, its labels, value and written timestamp."""
+    query = {"query": f'{{job="{job}"}}', "start": "0", "end": str(time.time() + 60)}
+    result = _get(f"{url}/api/v1/query_exemplars?{urllib.parse.urlencode(query)}")["data"]
+    out: set[Exemplar] = set()
+    for series in result:
+        labels = tuple(
+            sorted(
+                (k, v) for k, v in series["seriesLabels"].items() if k not in ("job", "instance")
+            )
+        )
+        for exemplar in series["exemplars"]:
+            at = exemplar["timestamp"]
+            written = at if at < written_before else None
+            own = tuple(sorted(exemplar["labels"].items()))
+            out.add((labels, own, exemplar["value"], written))
+    return out
+
+
 def _up(targets: dict[str, dict[str, Any]], job: str) -> str:
     return str(targets[job]["health"])
 
@@ -256,3 +279,7 @@ def test_prometheus_ingests_the_same_through_the_bridge(
     assert bool(expected) != case.stores_nothing, expected
     got = _samples(oracle.url, bridged, written_before)
     assert got == expected
+    exemplars = _exemplars(oracle.url, direct, written_before)
+    # Exemplars are compared only if Prometheus stored those the case writes.
+    assert bool(exemplars) == (case.content_type == OPENMETRICS and b" # {" in case.body)
+    assert _exemplars(oracle.url, bridged, written_before) == exemplars
