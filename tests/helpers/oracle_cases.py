@@ -320,6 +320,72 @@ OM_VALID = [
     ),
 ]
 
+# --- cases of the OpenMetrics project's parser suite (tests/testdata/parsers in
+# --- OpenObservability/OpenMetrics), by the suite's case name; validity is Prometheus' verdict
+OM_SUITE = [
+    _om(
+        "suite_roundtrip",
+        b"# HELP go_gc_duration_seconds A summary of the GC invocation durations.\n"
+        b"# TYPE go_gc_duration_seconds summary\n"
+        b'go_gc_duration_seconds{quantile="0.0"} 0.013300656000000001\n'
+        b'go_gc_duration_seconds{quantile="0.25"} 0.013638736\n'
+        b'go_gc_duration_seconds{quantile="1.0"} 0.021383540000000003\n'
+        b"go_gc_duration_seconds_sum 56.12904785\ngo_gc_duration_seconds_count 7476.0\n"
+        b"# TYPE prometheus_local_storage_indexing_batch_duration_milliseconds summary\n"
+        b'prometheus_local_storage_indexing_batch_duration_milliseconds{quantile="0.5"} NaN\n'
+        b"prometheus_local_storage_indexing_batch_duration_milliseconds_sum 871.5665949999999\n"
+        b"prometheus_local_storage_indexing_batch_duration_milliseconds_count 229.0\n"
+        b"# HELP process_cpu_seconds Total user and system CPU time spent in seconds.\n"
+        b"# TYPE process_cpu_seconds counter\nprocess_cpu_seconds_total 29323.4\n"
+        b"# TYPE prometheus_build_info gauge\n"
+        b'prometheus_build_info{branch="HEAD",revision="ef176e5",version="0.16.0rc1"} 1.0\n'
+        b"# HELP foo histogram Testing histogram buckets\n# TYPE foo histogram\n"
+        b'foo_bucket{le="0.0"} 0.0\nfoo_bucket{le="1e-05"} 0.0\nfoo_bucket{le="0.1"} 8.0\n'
+        b'foo_bucket{le="1.55555555555552e+06"} 17.0\nfoo_bucket{le="1e+23"} 17.0\n'
+        b'foo_bucket{le="+Inf"} 17.0\nfoo_count 17.0\nfoo_sum 324789.3\n'
+        b"foo_created 1.520430000123e+09\n# EOF\n",
+    ),
+    _om(
+        "suite_escaping",
+        b"# TYPE a counter\n# HELP a he\\n\\\\l\\tp\n"
+        b'a_total{foo="b\\"a\\nr"} 1\na_total{foo="b\\\\a\\z"} 2\n# EOF\n',
+    ),
+    _om(
+        "suite_exemplars_wide_chars",
+        '# TYPE a histogram\na_bucket{le="+Inf"} 1 # {a="\u2603'.encode()
+        + b"".join(str(i % 10).encode() for i in range(3, 129))
+        + b'"} 1 1\n# EOF\n',
+    ),
+    _om(
+        "suite_bad_grouping_or_ordering_1",
+        b'# TYPE a histogram\na_bucket{a="1",le="1"} 0\na_bucket{a="2",le="+Inf""} 0\n'
+        b'a_bucket{a="1",le="+Inf"} 0\n# EOF\n',
+        valid=False,
+    ),
+    # Prometheus stores le="+INF" as it is written; OpenMetrics asks +Inf spelled so.
+    _om(
+        "suite_bad_histograms_12",
+        b'# TYPE a histogram\na_bucket{le="+INF"} 0\n# EOF\n',
+        gap="OpenMetrics spells +Inf one way only: needs the format fallback to keep le as it came",
+    ),
+    # Values OpenMetrics forbids and Prometheus' parser does not check.
+    _om(
+        "suite_bad_counter_values_10",
+        b'# TYPE a gaugehistogram\na_bucket{le="+Inf"} NaN\n# EOF\n',
+        gap=OM_VALUES,
+    ),
+    _om(
+        "suite_bad_counter_values_11",
+        b'# TYPE a gaugehistogram\na_bucket{le="+Inf"} -1\na_gcount -1\n# EOF\n',
+        gap=OM_VALUES,
+    ),
+    _om(
+        "suite_bad_counter_values_12",
+        b'# TYPE a gaugehistogram\na_bucket{le="+Inf"} -1\n# EOF\n',
+        gap=OM_VALUES,
+    ),
+]
+
 # --- openmetricsparse_test.go TestOpenMetricsParseErrors and TestOMNullByteHandling, each input
 # --- as the test writes it, then the issue's two scrape-failing inputs
 _OM_ERRORS = [
@@ -422,4 +488,4 @@ OM_INVALID = [
     _om("err_bad_type", b"# TYPE a foo\na 1\n# EOF\n", valid=False),
 ]
 
-CASES = [*TEXT_VALID, *TEXT_INVALID, *OM_VALID, *OM_INVALID]
+CASES = [*TEXT_VALID, *TEXT_INVALID, *OM_VALID, *OM_SUITE, *OM_INVALID]
