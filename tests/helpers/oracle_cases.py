@@ -177,6 +177,13 @@ TEXT_VALID = [
         "mixed_timestamps_in_a_family",
         b'# TYPE g gauge\ng{a="1"} 1 @MS@\ng{a="2"} 2\n',
     ),
+    # One series with and without a timestamp: Prometheus stores both samples, the second at
+    # the scrape's time.
+    _t(
+        "mixed_timestamps_in_a_series",
+        b"# TYPE g gauge\ng 1 @MS@\ng 2\n",
+        gap="OpenMetrics readers refuse a series mixing timestamps: needs the format fallback",
+    ),
     _t("special_values", b"a +Inf\nb -Inf\nc NaN\nd -0\ne 1e-310\n"),
     _t("untyped_type", b"# TYPE u untyped\nu 3\n"),
 ]
