@@ -16,7 +16,7 @@ from metricbridge.errors import ExpositionError
 from metricbridge.exposition.caches import CodecCaches
 from metricbridge.exposition.reader import Exposition, read_exposition
 from metricbridge.exposition.writer import write_exposition
-from metricbridge.model.family import Format, Verify
+from metricbridge.model.family import Format, MetricType, Verify
 
 
 def reads(payload: bytes, fmt: Format) -> list[Exposition]:
@@ -158,9 +158,9 @@ def test_openmetrics_still_needs_its_eof_line() -> None:
 
 
 # --- a family whose lines are not contiguous ------------------------------------------------
-# promparse_test.go TestPromParse: go_gc_duration_seconds (its TYPE line is a comment there,
-# `# \tTYPE`) appears again after wind_speed, comments and a HELP line of another family, and
-# every one of its samples is read.
+# promparse_test.go TestPromParse: go_gc_duration_seconds (a summary: the text lexer reads
+# `# \tTYPE` as a TYPE line) appears again after wind_speed, comments and a HELP line of another
+# family, and every one of its samples is read.
 PROMPARSE_REPEATED_FAMILY = (
     b"# HELP go_gc_duration_seconds A summary of the GC invocation durations.\n"
     b"# \tTYPE go_gc_duration_seconds summary\n"
@@ -187,14 +187,14 @@ def test_promparse_family_appearing_again_is_served_whole_as_one_block() -> None
             "go_gc_duration_seconds",
             "wind_speed",
             "nohelp1",
-            "go_gc_duration_seconds_count",
             "some:aggregate:rate5m",
         ]
         block = (
             b"# HELP go_gc_duration_seconds A summary of the GC invocation durations.\n"
-            b"# TYPE go_gc_duration_seconds unknown\n"
+            b"# TYPE go_gc_duration_seconds summary\n"
             b'go_gc_duration_seconds{quantile="0"} 4.9351e-05\n'
             b'go_gc_duration_seconds{quantile="0.25"} 7.424100000000001e-05\n'
+            b"go_gc_duration_seconds_count 99\n"
             b'go_gc_duration_seconds{quantile="0.5",a="b"} 8.3835e-05\n'
             b'go_gc_duration_seconds{quantile="1.0",a="b"} 8.3835e-05\n'
             b"# TYPE wind_speed unknown\n"
@@ -402,3 +402,16 @@ def test_a_quoted_name_not_first_in_the_braces_is_the_metric_name(fmt: Format) -
     twice = b'# TYPE a gauge\na{"b"} 1\n' + eof
     for exposition in reads(twice, fmt):
         assert [problem.line for problem in exposition.problems] == [2]
+
+
+def test_blanks_at_the_start_of_a_line_and_between_a_headers_words_are_skipped() -> None:
+    """expfmt's TestTextParse scenario 2: ` # HELP  name2  doc`, `  #    TYPE    name2 gauge`
+    and a sample line after blanks; Prometheus' text lexer skips them all."""
+    payload = (
+        b' # HELP  name2  \tdoc 2\n  #    TYPE    name2 gauge\n  name2{a="1"} 3\n\t# a comment\n'
+    )
+    for exposition in reads(payload, Format.TEXT):
+        assert exposition.problems == []
+        (family,) = exposition.families
+        assert (family.name, family.meta.type) == ("name2", MetricType.GAUGE)
+        assert served(exposition, Format.TEXT).endswith(b'name2{a="1"} 3\n')
