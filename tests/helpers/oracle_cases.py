@@ -43,11 +43,14 @@ class OracleCase:
 # cannot carry: they pass once the bridge answers such a scrape in text (the format fallback).
 CLASH = "OpenMetrics cannot carry a _total counter beside a gauge of its stem: needs the fallback"
 INFO_NAME = "OpenMetrics names an info sample NAME_info: needs the format fallback to carry it"
+QUANTILE = "OpenMetrics wants a quantile in [0, 1]: needs the format fallback"
 OM_VALUES = "OpenMetrics forbids this value in a counter-like sample: needs the format fallback"
 
 
-def _t(name: str, body: bytes, *, valid: bool = True, gap: str | None = None) -> OracleCase:
-    return OracleCase(f"text_{name}", body, TEXT, valid, gap)
+def _t(
+    name: str, body: bytes, *, valid: bool = True, gap: str | None = None, empty: bool = False
+) -> OracleCase:
+    return OracleCase(f"text_{name}", body, TEXT, valid, gap, empty)
 
 
 def _om(
@@ -55,6 +58,34 @@ def _om(
 ) -> OracleCase:
     return OracleCase(f"om_{name}", body, OPENMETRICS, valid, gap, empty)
 
+
+_PROMPARSE_WHOLE = (
+    b"# HELP go_gc_duration_seconds A summary of the GC invocation durations.\n"
+    b"# \tTYPE go_gc_duration_seconds summary\n"
+    b'go_gc_duration_seconds{quantile="0"} 4.9351e-05\n'
+    b'go_gc_duration_seconds{quantile="0.25",} 7.424100000000001e-05\n'
+    b'go_gc_duration_seconds{quantile="0.5",a="b"} 8.3835e-05\n'
+    b'go_gc_duration_seconds{quantile="0.8", a="b"} 8.3835e-05\n'
+    b'go_gc_duration_seconds{ quantile="0.9", a="b"} 8.3835e-05\n'
+    b"# Hrandom comment starting with prefix of HELP\n#\n"
+    b'wind_speed{A="2",c="3"} 12345\n'
+    b"# comment with escaped \\n newline\n# comment with escaped \\ escape character\n"
+    b"# HELP nohelp1\n# HELP nohelp2 \n"
+    b'go_gc_duration_seconds{ quantile="1.0", a="b" } 8.3835e-05\n'
+    b'go_gc_duration_seconds { quantile="1.0", a="b" } 8.3835e-05\n'
+    b'go_gc_duration_seconds { quantile= "1.0", a= "b", } 8.3835e-05\n'
+    b'go_gc_duration_seconds { quantile = "1.0", a = "b" } 8.3835e-05\n'
+    b'go_gc_duration_seconds { quantile = "2.0" a = "b" } 8.3835e-05\n'
+    b"go_gc_duration_seconds_count 99\n"
+    b'some:aggregate:rate5m{a_b="c"}\t1\n'
+    b"# HELP go_goroutines Number of goroutines that currently exist.\n"
+    b"# TYPE go_goroutines gauge\ngo_goroutines 33  \t@MS@\n"
+    b"_metric_starting_with_underscore 1\n"
+    b'testmetric{_label_starting_with_underscore="foo"} 1\n'
+    b'testmetric{label="\\"bar\\""} 1\n'
+    b"# HELP metric foo\x00bar\n"
+    b'null_byte_metric{a="abc\x00"} 1'
+)
 
 # --- promparse_test.go TestPromParse, one rule a case ------------------------------------------
 TEXT_VALID = [
@@ -118,35 +149,10 @@ TEXT_VALID = [
         b'# TYPE a counter\na 1\n# TYPE b gauge\nb 2\n# TYPE a counter\na{x="y"} 3\n',
     ),
     # TestPromParse's input whole: the family that comes back after wind_speed, its repeated
-    # series, comments and blanks together.
-    _t(
-        "promparse_whole_input",
-        b"# HELP go_gc_duration_seconds A summary of the GC invocation durations.\n"
-        b"# \tTYPE go_gc_duration_seconds summary\n"
-        b'go_gc_duration_seconds{quantile="0"} 4.9351e-05\n'
-        b'go_gc_duration_seconds{quantile="0.25",} 7.424100000000001e-05\n'
-        b'go_gc_duration_seconds{quantile="0.5",a="b"} 8.3835e-05\n'
-        b'go_gc_duration_seconds{quantile="0.8", a="b"} 8.3835e-05\n'
-        b'go_gc_duration_seconds{ quantile="0.9", a="b"} 8.3835e-05\n'
-        b"# Hrandom comment starting with prefix of HELP\n#\n"
-        b'wind_speed{A="2",c="3"} 12345\n'
-        b"# comment with escaped \\n newline\n# comment with escaped \\ escape character\n"
-        b"# HELP nohelp1\n# HELP nohelp2 \n"
-        b'go_gc_duration_seconds{ quantile="1.0", a="b" } 8.3835e-05\n'
-        b'go_gc_duration_seconds { quantile="1.0", a="b" } 8.3835e-05\n'
-        b'go_gc_duration_seconds { quantile= "1.0", a= "b", } 8.3835e-05\n'
-        b'go_gc_duration_seconds { quantile = "1.0", a = "b" } 8.3835e-05\n'
-        b'go_gc_duration_seconds { quantile = "2.0" a = "b" } 8.3835e-05\n'
-        b"go_gc_duration_seconds_count 99\n"
-        b'some:aggregate:rate5m{a_b="c"}\t1\n'
-        b"# HELP go_goroutines Number of goroutines that currently exist.\n"
-        b"# TYPE go_goroutines gauge\ngo_goroutines 33  \t@MS@\n"
-        b"_metric_starting_with_underscore 1\n"
-        b'testmetric{_label_starting_with_underscore="foo"} 1\n'
-        b'testmetric{label="\\"bar\\""} 1\n'
-        b"# HELP metric foo\x00bar\n"
-        b'null_byte_metric{a="abc\x00"} 1',
-    ),
+    # series, comments and blanks together. Its summary has a quantile="2.0", which
+    # OpenMetrics forbids; the same input with quantile="0.2" must pass whole.
+    _t("promparse_whole_input", _PROMPARSE_WHOLE, gap=QUANTILE),
+    _t("promparse_whole_input_quantile_in_range", _PROMPARSE_WHOLE.replace(b'"2.0"', b'"0.2"')),
     _t(
         "client_golang_gauge_beside_counter",
         b"# HELP go_memstats_alloc_bytes Number of bytes allocated and still in use.\n"
@@ -186,6 +192,58 @@ TEXT_VALID = [
     ),
     _t("special_values", b"a +Inf\nb -Inf\nc NaN\nd -0\ne 1e-310\n"),
     _t("untyped_type", b"# TYPE u untyped\nu 3\n"),
+]
+
+# --- expfmt's text_parse_test.go (prometheus/common) TestTextParse scenarios, which client_golang
+# --- and promtool read with; here Prometheus' scrape parser is the judge
+_EXPFMT_WHITESPACE = (
+    b"\n# A normal comment.\n#\n# TYPE name counter\n"
+    b'name{labelname="val1",basename="basevalue"} NaN\n'
+    b'name {labelname="val2",basename="base\\"v\\\\al\\nue"} 0.23 @MS@\n'
+    b"# HELP name two-line\\n doc  str\\\\ing\n\n"
+    b' # HELP  name2  \tdoc str"ing 2\n  #    TYPE    name2 gauge\n'
+    b'name2{labelname="val2"\t,basename   =   "basevalue2"\t\t} +Inf @MS@\n'
+    b'name2{ labelname = "val1" , }-Inf\n'
+)
+TEXT_EXPFMT = [
+    _t("expfmt_empty_lines", b"\n\n", empty=True),
+    _t(
+        "expfmt_minimal",
+        b"\nminimal_metric 1.234\nanother_metric -3e3 @MS@\n# Even that:\nno_labels{} 3\n"
+        b"# HELP line for non-existing metric will be ignored.\n",
+    ),
+    _t("expfmt_whitespace_and_escapes", _EXPFMT_WHITESPACE, gap=OM_VALUES),
+    _t("expfmt_whitespace_and_escapes_no_nan", _EXPFMT_WHITESPACE.replace(b"} NaN", b"} 7")),
+    _t(
+        "expfmt_evil_summary",
+        b"\n# TYPE my_summary summary\n"
+        b'my_summary{n1="val1",quantile="0.5"} 110\ndecoy -1 -2\n'
+        b'my_summary{n1="val1",quantile="0.9"} 140 1\nmy_summary_count{n1="val1"} 42\n'
+        b"# Latest timestamp wins in case of a summary.\n"
+        b'my_summary_sum{n1="val1"} 4711 2\nfake_sum{n1="val1"} 2001\n'
+        b"# TYPE another_summary summary\n"
+        b'another_summary_count{n2="val2",n1="val1"} 20\n'
+        b'my_summary_count{n2="val2",n1="val1"} 5 5\n'
+        b'another_summary{n1="val1",n2="val2",quantile=".3"} -1.2\n'
+        b'my_summary_sum{n1="val2"} 08 15\nmy_summary{n1="val3", quantile="0.2"} 4711\n'
+        b'  my_summary{n1="val1",n2="val2",quantile="-12.34",} NaN\n'
+        b"# some\n# funny comments\n# HELP\n# HELP\n# HELP my_summary\n# HELP my_summary\n",
+        # Prometheus' scrape parser refuses the negative timestamp of `decoy -1 -2`, which
+        # expfmt reads.
+        valid=False,
+    ),
+    _t(
+        "expfmt_histogram",
+        b"\n# HELP request_duration_microseconds The response latency.\n"
+        b"# TYPE request_duration_microseconds histogram\n"
+        b'request_duration_microseconds_bucket{le="100"} 123\n'
+        b'request_duration_microseconds_bucket{le="120"} 412\n'
+        b'request_duration_microseconds_bucket{le="144"} 592\n'
+        b'request_duration_microseconds_bucket{le="172.8"} 1524\n'
+        b'request_duration_microseconds_bucket{le="+Inf"} 2693\n'
+        b"request_duration_microseconds_sum 1.7560473e+06\n"
+        b"request_duration_microseconds_count 2693\n",
+    ),
 ]
 
 # --- promparse_test.go TestPromParseErrors and TestPromNullByteHandling, then the issue's two
@@ -495,4 +553,4 @@ OM_INVALID = [
     _om("err_bad_type", b"# TYPE a foo\na 1\n# EOF\n", valid=False),
 ]
 
-CASES = [*TEXT_VALID, *TEXT_INVALID, *OM_VALID, *OM_SUITE, *OM_INVALID]
+CASES = [*TEXT_VALID, *TEXT_EXPFMT, *TEXT_INVALID, *OM_VALID, *OM_SUITE, *OM_INVALID]
