@@ -59,6 +59,7 @@ def _om(
     return OracleCase(f"om_{name}", body, OPENMETRICS, valid, gap, empty)
 
 
+# promparse_test.go TestPromParse's input as it is, but for its timestamp.
 _PROMPARSE_WHOLE = (
     b"# HELP go_gc_duration_seconds A summary of the GC invocation durations.\n"
     b"# \tTYPE go_gc_duration_seconds summary\n"
