@@ -73,6 +73,8 @@ class ExpositionError(MetricbridgeError):
 
     ``reason`` is a short fixed word for a self-metric's label: ``malformed`` for anything the
     grammar refuses, else the semantic rule broken (``exposition.semantics.REASONS``).
+    ``family_kept``: only a line was left out and the family is served all the same (a series
+    repeated at one timestamp, of which Prometheus too keeps the first sample).
     """
 
     def __init__(
@@ -82,11 +84,13 @@ class ExpositionError(MetricbridgeError):
         line: int | None = None,
         family: str | None = None,
         reason: str = "malformed",
+        family_kept: bool = False,
     ) -> None:
         self.message = message
         self.line = line
         self.family = family
         self.reason = reason
+        self.family_kept = family_kept
         parts = []
         if line is not None:
             parts.append(f"line {line}")

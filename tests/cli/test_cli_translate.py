@@ -64,15 +64,35 @@ def test_malformed_input_exits_2_naming_the_line_and_writes_nothing(
 ) -> None:
     """A bad line: exit 2, a message with its line number, and OUTPUT left untouched."""
     bad = tmp_path / "bad.prom"
-    bad.write_bytes(b'# TYPE g gauge\ng{a="x" b="y"} 1\n')
+    bad.write_bytes(b'# TYPE g gauge\ng{a="x" b} 1\n')
     out = tmp_path / "out.prom"
     out.write_text("previous content\n")
     assert main(["translate", str(bad), "-o", str(out)]) == 2
     err = capsys.readouterr().err
-    assert f"{bad}: line 2, family g: expected ',' or '}}' at column 9" in err
+    assert f"{bad}: line 2, family g: expected '=' after label name 'b' at column 10" in err
     assert "nothing written" in err
     assert out.read_text() == "previous content\n"
     assert sorted(tmp_path.iterdir()) == sorted([bad, out])  # no temporary file left behind
+
+
+def test_a_series_repeated_at_one_timestamp_is_written_once_and_reported(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The OpenMetrics suite's duplicate_timestamps: Prometheus keeps the first sample, and so
+    does translate, saying so on stderr, exit 0."""
+    source = tmp_path / "in.om"
+    source.write_bytes(b'# TYPE a gauge\na{a="1"} 1 1700000000\na{a="1"} 2 1700000000\n# EOF\n')
+    rules = tmp_path / "rules.yml"
+    rules.write_text("version: 1\n")
+    out = tmp_path / "out.om"
+    args = ["translate", str(source), "-c", str(rules), "--format", "openmetrics", "-o", str(out)]
+    assert main(args) == 0
+    assert out.read_bytes() == b'# TYPE a gauge\na{a="1"} 1 1700000000.0\n# EOF\n'
+    err = capsys.readouterr().err
+    assert (
+        err
+        == f'{source}: line 3, family a: series a{{a="1"}} repeats the one at line 2; the repeat is dropped\n'
+    )
 
 
 @pytest.mark.parametrize(

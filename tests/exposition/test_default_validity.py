@@ -56,7 +56,7 @@ FAULTS = [
     pytest.param(b'vendor:foo{a="bad",a="2"} 1', "dropped", "appears twice", id="repeated_label"),
     pytest.param(b"vendor:foo{a=bad} 1", "dropped", "double-quoted", id="unquoted_value"),
     pytest.param(b'vendor:foo{1a="bad"} 1', "dropped", "label name", id="label_name_digit"),
-    pytest.param(b'vendor:foo{a="bad"b="2"} 1', "dropped", "expected ','", id="missing_comma"),
+    pytest.param(b'vendor:foo{a="bad"b} 1', "dropped", "expected '='", id="missing_equals"),
     pytest.param(b'vendor:foo{a="0"} 1.0', "repeat", "repeats the one", id="duplicate_same"),
     pytest.param(b'vendor:foo{a="0"} 7.0', "repeat", "repeats the one", id="duplicate_other"),
     pytest.param(b'vendor:foo{a="bad"} infinity', "rewritten", "+Inf", id="infinity"),

@@ -16,7 +16,7 @@ from metricbridge.errors import ExpositionError
 from metricbridge.exposition.caches import CodecCaches
 from metricbridge.exposition.reader import Exposition, read_exposition
 from metricbridge.exposition.writer import write_exposition
-from metricbridge.model.family import Format, Verify
+from metricbridge.model.family import Format, MetricType, Verify
 
 
 def reads(payload: bytes, fmt: Format) -> list[Exposition]:
@@ -158,9 +158,9 @@ def test_openmetrics_still_needs_its_eof_line() -> None:
 
 
 # --- a family whose lines are not contiguous ------------------------------------------------
-# promparse_test.go TestPromParse: go_gc_duration_seconds (its TYPE line is a comment there,
-# `# \tTYPE`) appears again after wind_speed, comments and a HELP line of another family, and
-# every one of its samples is read.
+# promparse_test.go TestPromParse: go_gc_duration_seconds (a summary: the text lexer reads
+# `# \tTYPE` as a TYPE line) appears again after wind_speed, comments and a HELP line of another
+# family, and every one of its samples is read.
 PROMPARSE_REPEATED_FAMILY = (
     b"# HELP go_gc_duration_seconds A summary of the GC invocation durations.\n"
     b"# \tTYPE go_gc_duration_seconds summary\n"
@@ -187,14 +187,14 @@ def test_promparse_family_appearing_again_is_served_whole_as_one_block() -> None
             "go_gc_duration_seconds",
             "wind_speed",
             "nohelp1",
-            "go_gc_duration_seconds_count",
             "some:aggregate:rate5m",
         ]
         block = (
             b"# HELP go_gc_duration_seconds A summary of the GC invocation durations.\n"
-            b"# TYPE go_gc_duration_seconds unknown\n"
+            b"# TYPE go_gc_duration_seconds summary\n"
             b'go_gc_duration_seconds{quantile="0"} 4.9351e-05\n'
             b'go_gc_duration_seconds{quantile="0.25"} 7.424100000000001e-05\n'
+            b"go_gc_duration_seconds_count 99\n"
             b'go_gc_duration_seconds{quantile="0.5",a="b"} 8.3835e-05\n'
             b'go_gc_duration_seconds{quantile="1.0",a="b"} 8.3835e-05\n'
             b"# TYPE wind_speed unknown\n"
@@ -349,3 +349,69 @@ def test_alternating_families_read_in_linear_time() -> None:
     assert exposition.problems == []
     assert [len(family.samples) for family in exposition.families] == [4000, 4000]
     assert _read_seconds(large) < 10 * _read_seconds(small)
+
+
+# --- the text lexer's blanks -----------------------------------------------------------------
+# promparse_test.go TestPromParse: blanks between the name and the braces, around `=`, no comma
+# between two labels, and (promlex.l reads a value token wherever one starts) a value straight
+# after the closing brace. OpenMetrics' ABNF allows none of them.
+@pytest.mark.parametrize(
+    "line",
+    [
+        pytest.param(b'm { quantile="1.0", a="b" } 8.3835e-05', id="space_before_brace"),
+        pytest.param(b'm { quantile= "1.0", a= "b", } 8.3835e-05', id="space_after_equals"),
+        pytest.param(b'm { quantile = "1.0" a = "b" } 8.3835e-05', id="no_comma"),
+        pytest.param(b'm{quantile="1.0",a="b"}8.3835e-05', id="no_space_before_value"),
+    ],
+)
+def test_the_text_lexers_blanks_are_read_as_prometheus_reads_them(line: bytes) -> None:
+    """Read in text with its labels and value; refused in OpenMetrics, naming the line."""
+    for exposition in reads(b"# TYPE m gauge\n" + line + b"\n", Format.TEXT):
+        assert exposition.problems == []
+        assert served(exposition, Format.TEXT).endswith(b'm{quantile="1.0",a="b"} 8.3835e-05\n')
+    for exposition in reads(b"# TYPE m gauge\n" + line + b"\n# EOF\n", Format.OPENMETRICS):
+        assert exposition.families == []
+        assert [problem.line for problem in exposition.problems] == [2]
+
+
+def test_a_created_sample_without_a_timestamp_beside_a_timestamped_total_is_read() -> None:
+    """openmetricsparse_test.go TestOpenMetricsParse: `foo_total 17.0 TS # {...} 5` then
+    `foo_created CT`, without a timestamp; Prometheus reads both. A _total that mixes is not."""
+    payload = (
+        b'# TYPE foo counter\nfoo_total 17.0 1520879607.789 # {id="counter-test"} 5\n'
+        b"foo_created 1520872607.123\n# EOF\n"
+    )
+    for exposition in reads(payload, Format.OPENMETRICS):
+        assert exposition.problems == []
+        assert served(exposition, Format.OPENMETRICS) == payload
+    mixed = b"# TYPE foo counter\nfoo_total 1 1520879607.789\nfoo_total 2\n# EOF\n"
+    for exposition in reads(mixed, Format.OPENMETRICS):
+        assert [problem.reason for problem in exposition.problems] == ["timestamps"]
+
+
+@pytest.mark.parametrize("fmt", [Format.TEXT, Format.OPENMETRICS])
+def test_a_quoted_name_not_first_in_the_braces_is_the_metric_name(fmt: Format) -> None:
+    """Prometheus 3's UTF-8 syntax (TestUTF8OpenMetricsParse: `{q="0.9","http.status",a="b"}`):
+    the quoted string without a value is the name wherever it stands in the braces."""
+    eof = b"# EOF\n" if fmt is Format.OPENMETRICS else b""
+    payload = b'# TYPE http_status gauge\n{q="0.9","http.status",a="b"} 8.3835e-05\n' + eof
+    for exposition in reads(payload, fmt):
+        assert exposition.problems == []
+        assert len(exposition.families) == 1
+        assert b'http_status{q="0.9",a="b"} 8.3835e-05\n' in served(exposition, fmt)
+    twice = b'# TYPE a gauge\na{"b"} 1\n' + eof
+    for exposition in reads(twice, fmt):
+        assert [problem.line for problem in exposition.problems] == [2]
+
+
+def test_blanks_at_the_start_of_a_line_and_between_a_headers_words_are_skipped() -> None:
+    """expfmt's TestTextParse scenario 2: ` # HELP  name2  doc`, `  #    TYPE    name2 gauge`
+    and a sample line after blanks; Prometheus' text lexer skips them all."""
+    payload = (
+        b' # HELP  name2  \tdoc 2\n  #    TYPE    name2 gauge\n  name2{a="1"} 3\n\t# a comment\n'
+    )
+    for exposition in reads(payload, Format.TEXT):
+        assert exposition.problems == []
+        (family,) = exposition.families
+        assert (family.name, family.meta.type) == ("name2", MetricType.GAUGE)
+        assert served(exposition, Format.TEXT).endswith(b'name2{a="1"} 3\n')

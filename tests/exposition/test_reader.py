@@ -44,9 +44,9 @@ FATAL = [
 # Payloads where one family is bad: it is dropped with this problem, the rest is kept.
 PER_FAMILY = [
     pytest.param(
-        b'# TYPE g gauge\ng{a="x" b="y"} 1\n',
-        "line 2, family g: expected ',' or '}' at column 9",
-        id="missing_comma",
+        b'# TYPE g gauge\ng{a="x" b} 1\n',
+        "line 2, family g: expected '=' after label name 'b' at column 10",
+        id="missing_equals",
     ),
     pytest.param(
         b"# HELP g one\n# HELP g two\n# TYPE g gauge\ng 1\n",
@@ -65,7 +65,7 @@ PER_FAMILY = [
     ),
     pytest.param(
         b'# TYPE g gauge\ng{a="b" 1\n',
-        "line 2, family g: expected ',' or '}' at column 9",
+        "line 2, family g: expected a label name at column 9",
         id="unclosed_label_set",
     ),
     pytest.param(

@@ -61,8 +61,9 @@ def add_translate_command(commands: Any) -> None:  # noqa: ANN401 - argparse's s
         "translate",
         help="translate one exposition file offline",
         description="Translate an exposition with the rules, as the service does on every "
-        "scrape. Exit 0 when written; 2 when the input, the rules or the output file is "
-        "unusable (each problem with its line), with nothing written.",
+        "scrape. Exit 0 when written (a series repeated at one timestamp is reported and "
+        "dropped, as Prometheus keeps its first sample); 2 when the input, the rules or the "
+        "output file is unusable (each problem with its line), with nothing written.",
     )
     add_config_option(parser)
     parser.add_argument(
@@ -256,10 +257,15 @@ def _translated(args: argparse.Namespace) -> bytes:
         outcome = run_pipeline(payload, in_format, rules, server_info=server_info)
     except ExpositionError as exc:
         raise _UnusableInputError(f"{source}: {exc}") from exc
-    if outcome.problems:
-        lines = [f"{source}: {problem}" for problem in outcome.problems]
+    # A repeated series is dropped and its family written, as Prometheus keeps the first
+    # sample of a series repeated at one timestamp; said on stderr, and the exit is 0.
+    fatal = [problem for problem in outcome.problems if not problem.family_kept]
+    lines = [f"{source}: {problem}" for problem in outcome.problems]
+    if fatal:
         lines.append(f"{source}: {len(outcome.problems)} problem(s); nothing written")
         raise _UnusableInputError("\n".join(lines))
+    for line in lines:
+        print(line, file=sys.stderr)
     fmt = Format(args.format)
     misfit = openmetrics_misfit(outcome.translation.families)
     if fmt is Format.OPENMETRICS and misfit is not None:

@@ -28,6 +28,9 @@ from metricbridge.model.names import METRIC_NAME, legacy_name, quoted
 __all__ = ["Builder", "Closed", "Exposition", "GeneralReader"]
 
 _HEADER = re.compile(r'# (HELP|TYPE|UNIT) ("(?:[^"\\]|\\.)*"|\S+)(?: (.*))?')
+# The text lexer takes any run of blanks between a header's words (`# \tTYPE name summary`,
+# promparse_test.go; `#    TYPE    name2 gauge`, expfmt's TestTextParse).
+_TEXT_HEADER = re.compile(r'#[ \t]+(HELP|TYPE)[ \t]+("(?:[^"\\]|\\.)*"|[^ \t]+)(?:[ \t]+(.*))?')
 
 
 class GeneralReader(Closing):
@@ -63,11 +66,14 @@ class GeneralReader(Closing):
             len(parts) >= 3
             and parts[0] == "#"
             and parts[1] in ("HELP", "TYPE", "UNIT")
+            and parts[2]
             and not parts[2].startswith('"')
         ):
             keyword, name, rest = parts[1], parts[2], parts[3] if len(parts) == 4 else ""
         else:
             match = _HEADER.fullmatch(text)  # quoted UTF-8 names, or not a header at all
+            if match is None and self.fmt is Format.TEXT:
+                match = _TEXT_HEADER.fullmatch(text)
             if match is None:
                 return False  # free-form comments are allowed in the text format
             keyword, name, rest = match.group(1), match.group(2), match.group(3) or ""
@@ -202,10 +208,31 @@ class GeneralReader(Closing):
         lines = block.count(b"\n")
         text = self._decode(block)
         if text is not None:
-            for offset, line in enumerate(text.split("\n")[:lines]):
+            text_format = self.fmt is Format.TEXT
+            for offset, raw_line in enumerate(text.split("\n")[:lines]):
+                line = raw_line
+                if text_format and line[:1] in (" ", "\t"):
+                    line = self._indented(line, self.line + offset)
                 if line:
                     self._slow_line(line, self.line + offset)
         return lines
+
+    def _indented(self, line: str, line_no: int) -> str:
+        """A text line that starts with blanks: the sample line without them, or "".
+
+        Prometheus' text lexer skips blanks at the start of a line, before a sample or a
+        comment (expfmt's TestTextParse: `  #    TYPE    name2 gauge`); a comment is handled
+        here, and "" returned.
+        """
+        line = line.lstrip(" \t")
+        if line.startswith("#"):
+            block_line, self.line = self.line, line_no
+            try:
+                self._comment(line.encode())
+            finally:
+                self.line = block_line
+            return ""
+        return line
 
     def _slow_line(self, line: str, line_no: int) -> None:
         try:

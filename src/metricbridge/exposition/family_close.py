@@ -83,8 +83,7 @@ class Closing:
             self.result.problems.append(ExpositionError(message, family=builder.declared))
             kept = [i for i, s in enumerate(samples) if s not in orphans]
             samples, lines = [samples[i] for i in kept], [lines[i] for i in kept]
-        regroup = builder.reopened  # its parts may each hold samples of one series
-        family, problem = checked(meta, samples, lines, self.fmt, builder.declared, regroup=regroup)
+        family, problem = checked(meta, samples, lines, self.fmt, builder.declared)
         if problem is not None:
             self.result.problems.append(problem)
         return family
@@ -125,7 +124,9 @@ class Closing:
             if first != line:
                 series = sample.name + (label_set(sample.labels) if sample.labels else "")
                 message = f"series {series} repeats the one at line {first}; the repeat is dropped"
-                problem = ExpositionError(message, line=line, family=builder.declared)
+                problem = ExpositionError(
+                    message, line=line, family=builder.declared, family_kept=True
+                )
                 self.result.problems.append(problem)
                 continue
             out.append(sample)

@@ -196,7 +196,7 @@ def layout_of(heads: list[bytes], mtype: MetricType, base: str) -> Layout:
         suffix, key, text = split
         if key != current:
             if key in series:
-                return unsound  # interleaved: OpenMetrics refuses it, text is regrouped
+                return unsound  # interleaved: parsed, and regrouped
             series[key], current = _Series([]), key
         point = series[key]
         if suffix == b"_count":

@@ -75,7 +75,7 @@ def _skip_space(line: str, pos: int) -> int:
 
 
 def _read_labels(
-    line: str, pos: int, name: str | None, *, exemplar: bool = False
+    line: str, pos: int, name: str | None, *, exemplar: bool = False, lenient: bool = False
 ) -> tuple[str | None, Labels, int]:
     """Read ``{...}`` starting after the brace; a leading quoted name is the metric name.
 
@@ -83,7 +83,10 @@ def _read_labels(
     text and OpenMetrics parsers add the metric name as ``__name__`` and then this label too,
     and its storage refuses the duplicate name, failing the whole scrape
     (``label name "__name__" is not unique``). The metric name goes before the braces, or
-    quoted and alone inside them (``{"name"}``).
+    quoted without a value inside them (``{"name"}``, ``{a="b","name"}``).
+
+    ``lenient`` is the text format's: Prometheus' text lexer reads the next label name after a
+    value whether or not a comma stands between them (``{a="1" b="2"}``, promparse_test.go).
     """
     labels: list[tuple[str, str]] = []
     while True:
@@ -94,7 +97,9 @@ def _read_labels(
             return name, tuple(labels), pos + 1
         key, pos, was_quoted = _read_name(line, pos, label=True)
         pos = _skip_space(line, pos)
-        if was_quoted and name is None and not labels and pos < len(line) and line[pos] in ",}":
+        # A quoted name without `=` is the metric name, first or not (Prometheus 3's
+        # `{q="0.9","http.status"}`, openmetricsparse_test.go TestUTF8OpenMetricsParse).
+        if was_quoted and name is None and pos < len(line) and line[pos] in ",}":
             name = key if METRIC_NAME.fullmatch(key) else legacy_name(key)
         else:
             if key == NAME_LABEL and not exemplar:
@@ -105,6 +110,8 @@ def _read_labels(
             pos = _read_label_value(line, pos, key, labels)
         if pos < len(line) and line[pos] == ",":
             pos += 1
+        elif lenient and pos < len(line) and line[pos] != "}" and labels:
+            continue
         elif pos >= len(line) or line[pos] != "}":
             raise LineError(f"expected ',' or '}}' at column {pos + 1}")
 
@@ -168,18 +175,26 @@ def _parse_general(line: str, fmt: Format) -> Sample:
     """The full grammar: escapes, quoted UTF-8 names, timestamps, exemplars, errors."""
     name: str | None = None
     pos = 0
+    text = fmt is Format.TEXT
     if not line.startswith("{"):
         name, pos, _ = _read_name(line, 0, label=False)
+        # Prometheus' text lexer skips blanks between a name and its braces (`name {a="b"} 1`,
+        # promparse_test.go); OpenMetrics' ABNF has none there.
+        after = _skip_space(line, pos) if text else pos
+        if after < len(line) and line[after] == "{":
+            pos = after
     labels: Labels = ()
     if pos < len(line) and line[pos] == "{":
-        name, labels, pos = _read_labels(line, pos + 1, name)
+        name, labels, pos = _read_labels(line, pos + 1, name, lenient=text)
     if name is None:
         raise LineError("sample has no metric name")
     rest, exemplar = line[pos:], None
     if fmt is Format.OPENMETRICS and " # " in rest:
         rest, exemplar = rest.split(" # ", 1)
         _check_exemplar(exemplar)
-    if not rest or rest[0] not in " \t":
+    # The text lexer also reads a value straight after the closing brace (`a{b="c"}1`).
+    braced = text and bool(labels) and line[pos - 1] == "}"
+    if (not rest or rest[0] not in " \t") and not (braced and rest):
         raise LineError(f"expected a space before the value at column {pos + 1}")
     tokens = rest.split()
     if not tokens:

@@ -6,7 +6,7 @@ prometheus_client's OpenMetrics parser, which refuses a whole exposition over on
 require. The bridge renders one set of families in both wire formats, and Prometheus asks for
 OpenMetrics first, so every family must pass these rules whatever format it came in; the only
 rules that look at the source format are the UNIT line's (a comment in the text format) and
-grouping, which the text format does not require and which ``regroup`` restores.
+grouping, which Prometheus does not require in either format and which ``checked`` restores.
 
 ``first_breach`` is pure: a ``Family`` in, the first rule it breaks out (or None). A breach's
 ``reason`` is one of ``REASONS``, a short fixed word for the self-metric's label.
@@ -220,10 +220,16 @@ _BUCKETED = (MetricType.HISTOGRAM, MetricType.GAUGEHISTOGRAM)
 def _grouping(family: Family, groups: list[Group], fmt: Format) -> Iterator[Breach]:
     """Each series' samples together, timestamps on all or none of them, never going back."""
     mtype = family.meta.type
+    # A _created sample's value is itself a timestamp, and Prometheus reads it without one
+    # beside a timestamped _total (openmetricsparse_test.go's `foo_total 17.0 1520879607.789`
+    # then `foo_created 1520872607.123`): it is left out of the timestamp rules.
+    created = sample_base(family.meta.name, mtype) + "_created"
     seen: set[Group] = set()
     group: Group | None = None
     stamp: float | None = None
     for index, (sample, key) in enumerate(zip(family.samples, groups, strict=True)):
+        if sample.name == created and key == group:
+            continue
         if key != group:
             if key in seen and fmt is Format.OPENMETRICS:
                 message = f"{sample.name}: its series' samples are split by another series'"
@@ -342,24 +348,19 @@ def _close_point(point: _Point, family: Family) -> Iterator[Breach]:
 # --- where the rules are applied -------------------------------------------------------------
 
 
-def checked(  # noqa: PLR0913 - the family, where its lines are, and how to serve it
-    meta: FamilyMeta,
-    samples: Sequence[Sample],
-    lines: Sequence[int],
-    fmt: Format,
-    declared: str,
-    *,
-    regroup: bool = False,
+def checked(
+    meta: FamilyMeta, samples: Sequence[Sample], lines: Sequence[int], fmt: Format, declared: str
 ) -> tuple[Family | None, ExpositionError | None]:
-    """A parsed family as it is served (text: each series' samples together), or its problem.
+    """A parsed family as it is served (each series' samples together), or its problem.
 
-    ``lines`` are the samples' line numbers, for the problem's location. ``regroup`` puts
-    each series' samples together in OpenMetrics too: for a family read from parts.
+    ``lines`` are the samples' line numbers, for the problem's location. Series are regrouped
+    in both formats: OpenMetrics asks for them grouped, but Prometheus' parser reads them
+    interleaved (openmetricsparse_test.go's summary, whose `_count` comes after the series
+    with `a="b"`), so the bridge serves them together rather than dropping the family.
     """
-    if fmt is Format.TEXT or regroup:
-        order = grouped_order(samples, sample_base(meta.name, meta.type), meta.type)
-        samples = [samples[i] for i in order]
-        lines = [lines[i] for i in order]
+    order = grouped_order(samples, sample_base(meta.name, meta.type), meta.type)
+    samples = [samples[i] for i in order]
+    lines = [lines[i] for i in order]
     family = Family(meta, tuple(samples))
     breach = first_breach(family, fmt)
     if breach is None:
