@@ -81,13 +81,33 @@ def test_a_real_payload_is_walked_by_its_layout_and_reads_as_in_full(fixture) ->
     assert sum(segment.heads is not None for segment in layout.segments) > 0
 
 
-def test_a_walk_that_does_not_match_counts_a_miss() -> None:
+def test_a_walk_whose_header_differs_counts_a_miss() -> None:
     payload = TEXT_FIXTURES[0].read_bytes()
     caches, memory = _remembered(payload, Format.TEXT)
     misses = memory.layouts.misses
-    changed = payload.replace(b'tp_rank="0"', b'tp_rank="9"', 1)
+    at = payload.index(b"# HELP ", 1) + len(b"# HELP ")
+    changed = payload[:at] + payload[at:].replace(b" ", b" changed ", 1)
     assert _read(changed, Format.TEXT, caches, memory) == _read(changed, Format.TEXT, None, None)
     assert memory.layouts.misses == misses + 1
+
+
+def test_a_new_series_is_proven_in_the_walk_and_remembered() -> None:
+    """Other label sets in one family: that block is proven afresh, the rest walked, and the
+    layout kept with the new heads, so the next payload matches them without a proof."""
+    payload = TEXT_FIXTURES[0].read_bytes()
+    caches, memory = _remembered(payload, Format.TEXT)
+    before = _layout(memory, Format.TEXT)
+    changed = payload.replace(b'tp_rank="0"', b'tp_rank="9"', 1)
+    hits, misses = memory.layouts.hits, memory.layouts.misses
+    assert _read(changed, Format.TEXT, caches, memory) == _read(changed, Format.TEXT, None, None)
+    assert (memory.layouts.hits, memory.layouts.misses) == (hits + 1, misses)
+    after = _layout(memory, Format.TEXT)
+    differ = [i for i, (a, b) in enumerate(zip(before.heads, after.heads, strict=True)) if a != b]
+    assert len(differ) == 1
+    assert after.segments[differ[0]].heads is after.heads[differ[0]]
+    walked = walk_python(changed, after.headers, after.heads, after.wanted)
+    assert walked is not None
+    assert all(simple is not None for _, simple, _ in walked)
 
 
 @pytest.mark.parametrize("fixture", OM_FIXTURES, ids=lambda path: path.name)

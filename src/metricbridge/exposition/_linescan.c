@@ -199,8 +199,8 @@ block_end(const char *data, Py_ssize_t pos, Py_ssize_t size)
  * specification): each family's header bytes compared in place, then its block's heads as
  * match_heads compares them, values made where ``wanted`` or not simple (a family with None
  * for heads: its block runs to the next '#' line, for Python to read). One (end, simple,
- * values) per family, or None at the first difference; the tail after the last family is the
- * caller's to compare. */
+ * values) per family, simple None where the heads differ; None if a header differs or a block
+ * is missing; the tail after the last family is the caller's to compare. */
 static PyObject *
 walk_layout(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -264,11 +264,13 @@ walk_layout(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
                 return NULL;
             }
             if (matched == Py_None) {
-                Py_DECREF(matched);
-                goto mismatch;
+                /* Other heads than remembered: the block is Python's to prove afresh. */
+                entry = Py_BuildValue("(nOO)", end, Py_None, Py_None);
             }
-            entry = Py_BuildValue(
-                "(nOO)", end, PyTuple_GET_ITEM(matched, 0), PyTuple_GET_ITEM(matched, 1));
+            else {
+                entry = Py_BuildValue(
+                    "(nOO)", end, PyTuple_GET_ITEM(matched, 0), PyTuple_GET_ITEM(matched, 1));
+            }
             Py_DECREF(matched);
             pos = end;
         }

@@ -12,14 +12,15 @@ again on their own (``read_exact``). Their values are proven as the full read pr
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from itertools import chain
 
-from metricbridge.exposition.byte_scan import any_signed, value_shapes, values_proven
+from metricbridge.exposition.byte_scan import any_signed, prove_block, value_shapes, values_proven
 from metricbridge.exposition.caches import CodecCaches
 from metricbridge.exposition.created_series import merge_created_families
 from metricbridge.exposition.family_state import Exposition
 from metricbridge.exposition.raw_rules import CHECKED_TYPES, BlockSplit
-from metricbridge.exposition.scrape_memory import PayloadLayout, walk
+from metricbridge.exposition.scrape_memory import PayloadLayout, ScrapeMemory, walk
 from metricbridge.exposition.semantics import SCANNED_TYPES, screen_raw
 from metricbridge.model.family import (
     AnyFamily,
@@ -52,11 +53,14 @@ def screen(
 
 def read_by_layout(
     payload: bytes,
+    memory: ScrapeMemory,
     layout: PayloadLayout,
     caches: CodecCaches | None,
     read_exact: Callable[[bytes], Exposition],
 ) -> Exposition | None:
     """The payload read as the full read reads it, if it matches the layout; else None.
+
+    Blocks whose heads changed were proven afresh; the memory keeps the layout with them.
 
     Only the families ``semantics.screen_raw`` would look at are screened: the raw histograms
     and summaries, the raw counters when a value may be negative, NaN or infinite, and in
@@ -65,7 +69,10 @@ def read_by_layout(
     found = read_walked(payload, layout, caches, read_exact)
     if found is None:
         return None
-    exposition, splits, signed = found
+    exposition, gathered, signed = found
+    splits = gathered.splits
+    if gathered.changed:
+        memory.remember(layout.with_heads(gathered.changed))
     fmt = exposition.format
     if layout.created and fmt is Format.TEXT:
         # ``_created`` families are folded in across families: the whole screen, as read.
@@ -90,56 +97,87 @@ def read_by_layout(
     return exposition
 
 
+@dataclass(slots=True)
+class _Walk:
+    """What a walk gathers beside the families: splits, values to prove, heads that changed."""
+
+    splits: list[BlockSplit] = field(default_factory=list)
+    unproven: list[tuple[MetricType, list[bytes]]] = field(default_factory=list)
+    changed: list[tuple[int, list[bytes]]] = field(default_factory=list)
+
+
 def read_walked(
     payload: bytes,
     layout: PayloadLayout,
     caches: CodecCaches | None,
     read_exact: Callable[[bytes], Exposition],
-) -> tuple[Exposition, list[BlockSplit], bool] | None:
+) -> tuple[Exposition, _Walk, bool] | None:
     """The payload's families as the full read makes them, if it matches the layout.
 
-    Returns the exposition (its families not yet screened), the split of each block that
-    ``raw_rules`` checks, and whether a counter's, histogram's or summary's value may be
-    negative, NaN or infinite (``byte_scan.any_signed``); None: read it in full.
-    ``read_exact`` reads one family's header and lines on their own, as the exact path does.
+    Returns the exposition (its families not yet screened), what the walk gathered (the split
+    of each block ``raw_rules`` checks, the blocks whose heads changed, as proven now), and
+    whether a counter's, histogram's or summary's value may be negative, NaN or infinite
+    (``byte_scan.any_signed``); None: read it in full. ``read_exact`` reads one family's
+    header and lines on their own, as the exact path does.
     """
     walked = walk(payload, layout)
     if walked is None:
         return None
     fmt, view = layout.fmt, memoryview(payload)
     families: list[AnyFamily] = []
-    splits: list[BlockSplit] = []
-    unproven: list[tuple[MetricType, list[bytes]]] = []  # blocks whose values are not proven yet
+    gathered = _Walk()
     pos, line = 0, 1
-    for segment, (end, simple, values) in zip(layout.segments, walked, strict=True):
+    for index, (segment, (end, simple, values)) in enumerate(
+        zip(layout.segments, walked, strict=True)
+    ):
         start = pos + len(segment.header)
-        meta = segment.known.meta
-        heads = segment.heads
-        if heads is None:
-            exact = _read_alone(read_exact(payload[pos:end]), meta)
-            if exact is None:
-                return None
-            families.append(exact)
-            line += 2 + payload.count(b"\n", start, end)
+        family: AnyFamily | None
+        if segment.heads is None:
+            family = _read_alone(read_exact(payload[pos:end]), segment.known.meta)
+            lines = payload.count(b"\n", start, end)
         else:
-            lines = len(heads)
-            family = RawFamily(meta, view[start:end], fmt, line + 2, lines)
-            families.append(family)
-            if values is not None:
-                if not simple:
-                    unproven.append((meta.type, values))
-                if segment.checked:
-                    splits.append(BlockSplit(family, heads, values))
-            line += 2 + lines
+            proven = (segment.heads, simple, values)
+            if simple is None:
+                # Other heads than remembered (a new series): proven as the full read proves
+                # a block after a header pair it knows.
+                needles, checked = segment.known.needles, segment.checked
+                proof = prove_block(payload, start, end, needles, fmt, caches, keep_values=checked)
+                if proof is None:
+                    return None
+                proven = (proof.heads, proof.settled, proof.values)
+                gathered.changed.append((index, list(proof.heads)))
+            lines = len(proven[0])
+            family = RawFamily(segment.known.meta, view[start:end], fmt, line + 2, lines)
+            _gather(gathered, family, segment.checked, proven)
+        if family is None:
+            return None
+        families.append(family)
+        line += 2 + lines
         pos = end
     if payload[pos:] != layout.tail:
         return None
-    every = chain.from_iterable(values for _, values in unproven)
-    if unproven and not values_proven(every, caches):
+    unproven = gathered.unproven
+    if unproven and not values_proven(chain.from_iterable(v for _, v in unproven), caches):
         return None
-    scanned = [values for mtype, values in unproven if mtype in SCANNED_TYPES]
+    scanned = chain.from_iterable(v for mtype, v in unproven if mtype in SCANNED_TYPES)
     exposition = Exposition(families, [], fmt, headers_seen=True)
-    return exposition, splits, any_signed(value_shapes(chain.from_iterable(scanned)))
+    return exposition, gathered, any_signed(value_shapes(scanned))
+
+
+def _gather(
+    gathered: _Walk,
+    family: RawFamily,
+    checked: bool,
+    proven: tuple[list[bytes], bool | None, list[bytes] | None],
+) -> None:
+    """A raw block's values to prove with the others', and its split for ``raw_rules``."""
+    heads, simple, values = proven
+    if values is None:
+        return
+    if not simple:
+        gathered.unproven.append((family.meta.type, values))
+    if checked:
+        gathered.splits.append(BlockSplit(family, heads, values))
 
 
 def _read_alone(alone: Exposition, meta: FamilyMeta) -> Family | None:

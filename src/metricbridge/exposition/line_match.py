@@ -65,6 +65,6 @@ values_agree: Agreement | None = _module.values_agree if _module else None
 # (payload, headers, heads, wanted) -> layout_walk.walk_python's answer; see layout_walk.
 Walk = Callable[
     [bytes, list[bytes], list["list[bytes] | None"], list[bool]],
-    "list[tuple[int, bool, list[bytes] | None]] | None",
+    "list[tuple[int, bool | None, list[bytes] | None]] | None",
 ]
 walk_layout: Walk | None = _module.walk_layout if _module else None

@@ -408,7 +408,7 @@ def _read_by_layout(
         except ExpositionError as exc:
             return Exposition([], [exc], fmt)
 
-    exposition = read_by_layout(payload, layout, caches, read_alone)
+    exposition = read_by_layout(payload, memory, layout, caches, read_alone)
     if exposition is None:
         memory.unmatched()
     return exposition

@@ -20,13 +20,16 @@ the memory changes speed, never a result (``tests/exposition/test_layout_walk.py
 
 ``walk`` holds a payload against a layout: each family's header bytes compared in place, then
 its block's heads as ``byte_scan.prove_block`` compares heads it proved before; one ``(end,
-simple, values)`` per family, or None at the first difference. ``_linescan.walk_layout`` does
+simple, values)`` per family (``simple`` None: other heads, for the caller to prove as the full
+read proves them, so a new series costs one family's proof, not a full read), or None where
+a header differs. ``_linescan.walk_layout`` does
 it in one C call when built; ``walk_python`` is the specification it must agree with, result
 for result (the tests hold them equal on real, random and mutated payloads, cut anywhere).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from metricbridge.exposition import line_match
@@ -43,8 +46,9 @@ DEFAULT_BUDGET = 16 << 20
 SEGMENT_OVERHEAD = 200
 HEAD_OVERHEAD = 48
 
-# Per family of a walk: where its block ends, whether its values are all simple, the values.
-Walked = list[tuple[int, bool, list[bytes] | None]]
+# Per family of a walk: where its block ends, whether its values are all simple (None: its
+# heads are not the remembered ones), its values (None when all simple and not wanted).
+Walked = list[tuple[int, bool | None, list[bytes] | None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +82,15 @@ class PayloadLayout:
             if segment.heads is not None:
                 held += sum(map(len, segment.heads)) + HEAD_OVERHEAD * len(segment.heads)
         return held + len(self.tail)
+
+    def with_heads(self, changed: list[tuple[int, list[bytes]]]) -> PayloadLayout:
+        """The same layout with new proven heads for some families (by index)."""
+        segments = list(self.segments)
+        heads = list(self.heads)
+        for index, proven in changed:
+            segments[index] = dataclasses.replace(segments[index], heads=proven)
+            heads[index] = proven
+        return dataclasses.replace(self, segments=tuple(segments), heads=heads)
 
 
 class ScrapeMemory:
@@ -124,12 +137,14 @@ def walk_python(
             out.append((end, False, None))
             pos = end
             continue
-        if pos >= size or payload[pos] in b"#\n" or not block_heads:
+        if pos >= size or payload[pos] in b"#\n":
             return None
         parts = payload[pos:end].replace(b"\n", b" \n").split(b" ")
         lines = len(block_heads)
         if len(parts) != 2 * lines + 1 or parts[-1] != b"\n" or parts[0:-1:2] != block_heads:
-            return None
+            out.append((end, None, None))  # other heads: the caller proves the block afresh
+            pos = end
+            continue
         values = parts[1::2]
         simple = all(map(line_match.SIMPLE_VALUE.fullmatch, values))
         out.append((end, simple, values if want or not simple else None))
