@@ -9,6 +9,7 @@ an earlier scrape (warm caches) as well as on first sight.
 
 from __future__ import annotations
 
+import operator
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families as parse_tex
 
 from helpers.paths import OM_FIXTURES, TEXT_FIXTURES
 from helpers.promtool import promtool_check_metrics
-from metricbridge.exposition import line_match, raw_rules
-from metricbridge.exposition import reader as reader_module
+from metricbridge.exposition import layout_walk, line_match, raw_rules
 from metricbridge.exposition.caches import CodecCaches
 from metricbridge.exposition.raw_rules import CHECKED_TYPES, BlockSplit, Layout, values_agree
 from metricbridge.exposition.reader import read_exposition
@@ -209,7 +209,7 @@ def test_the_reader_hands_over_each_raw_block_split_as_its_body_splits(
         handed.append((list(families), dict(kwargs.get("splits") or {})))
         return screen_raw(families, fmt, **kwargs)
 
-    monkeypatch.setattr(reader_module, "screen_raw", spy)
+    monkeypatch.setattr(layout_walk, "screen_raw", spy)
     fmt = Format.OPENMETRICS if path.name.endswith(".om.txt") else Format.TEXT
     caches = CodecCaches()
     for _ in range(2):  # the second read takes every header from the cache: the fast path
@@ -306,7 +306,7 @@ def _read_signed(
             families, fmt, **{**kwargs, "signed": True if force else kwargs["signed"]}
         )
 
-    monkeypatch.setattr(reader_module, "screen_raw", spy)
+    monkeypatch.setattr(layout_walk, "screen_raw", spy)
     caches = CodecCaches()
     read_exposition(payload, fmt, caches=caches)
     exposition = read_exposition(payload, fmt, caches=caches)
@@ -346,14 +346,17 @@ def test_bodies_are_searched_for_a_signed_value_only_when_the_reader_saw_one(
         assert [p for p in problems if "c_total" in p], problems  # refused, whichever way
 
 
-def test_a_layout_shares_the_heads_the_proven_heads_cache_holds() -> None:
-    """Laid out from a block whose heads were proven before, a histogram's layout holds the
-    very list the proven heads cache holds, not a second copy of every head."""
+def test_a_layout_holds_its_own_list_of_the_proven_heads() -> None:
+    """A histogram's layout holds a list of its own (no two caches hold one mutable object),
+    of the very head objects the proven heads cache holds, not a second copy of each."""
     payload = _payload("histogram", HISTOGRAM, Format.TEXT)
     caches = CodecCaches()
-    for _ in range(2):  # the first read proves and lays out the heads; the second shares them
+    for _ in range(2):  # the first read proves and lays out the heads; the second reuses them
         read_exposition(payload, Format.TEXT, caches=caches)
     layouts = [layout for layout, _ in caches.raw_layouts._data.values()]
     proven = [heads.heads for heads, _ in caches.proven_heads._data.values()]
     assert len(layouts) == 1
-    assert any(layouts[0].heads is heads for heads in proven)
+    assert all(layouts[0].heads is not heads for heads in proven)
+    shared = [heads for heads in proven if heads == layouts[0].heads]
+    assert shared
+    assert all(map(operator.is_, layouts[0].heads, shared[0]))

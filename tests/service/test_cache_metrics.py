@@ -45,7 +45,9 @@ async def test_every_cache_is_served_with_its_figures(aiohttp_server, aiohttp_cl
     text = await (await client.get("/metrics")).text()
     om = await (await client.get("/metrics", headers={"Accept": OM_ACCEPT})).text()
     served = _cache_samples(parse_text(text))
-    names = {*DEFAULT_BUDGETS, "relabel_results"}  # the codec's, and translation's own
+    # the codec's, translation's own, and the one upstream's scrape memory
+    memory = f"scrape_layout:{app[STATE].bridge.upstreams[0].label}"
+    names = {*DEFAULT_BUDGETS, "relabel_results", memory}
     for family in FAMILIES:
         suffix = "_total" if family in ("hits", "misses", "evictions") else ""
         assert {
@@ -58,6 +60,9 @@ async def test_every_cache_is_served_with_its_figures(aiohttp_server, aiohttp_cl
     assert served["metricbridge_cache_hits_total", "read_headers"] > 0
     assert served["metricbridge_cache_hits_total", "proven_heads"] > 0
     assert served["metricbridge_cache_entries", "read_headers"] > 0
+    # The second fetch was walked by the first one's layout: the same bytes, one pass.
+    assert served["metricbridge_cache_hits_total", memory] > 0
+    assert served["metricbridge_cache_entries", memory] == 1
     # ... and the layout's scrape plan: the second translation reused the first one's.
     assert served["metricbridge_cache_hits_total", "translation_plans"] > 0
     assert served["metricbridge_cache_entries", "translation_plans"] == 1

@@ -177,6 +177,116 @@ mismatch:
     Py_RETURN_NONE;
 }
 
+/* Where the block starting at ``pos`` ends: at the next line that starts with '#', or ``size``. */
+static Py_ssize_t
+block_end(const char *data, Py_ssize_t pos, Py_ssize_t size)
+{
+    while (pos < size) {
+        const char *hash = memchr(data + pos, '#', size - pos);
+        if (hash == NULL) {
+            return size;
+        }
+        Py_ssize_t at = hash - data;
+        if (at > 0 && data[at - 1] == '\n') {
+            return at;
+        }
+        pos = at + 1;
+    }
+    return size;
+}
+
+/* A payload against a remembered layout (exposition.layout_walk, whose Python walk is the
+ * specification): each family's header bytes compared in place, then its block's heads as
+ * match_heads compares them, values made where ``wanted`` or not simple (a family with None
+ * for heads: its block runs to the next '#' line, for Python to read). One (end, simple,
+ * values) per family, simple None where the heads differ; None if a header differs or a block
+ * is missing; the tail after the last family is the caller's to compare. */
+static PyObject *
+walk_layout(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "walk_layout(payload, headers, heads, wanted)");
+        return NULL;
+    }
+    PyObject *payload = args[0], *headers = args[1], *all_heads = args[2], *wanted = args[3];
+    if (!PyBytes_CheckExact(payload) || !PyList_CheckExact(headers) ||
+        !PyList_CheckExact(all_heads) || !PyList_CheckExact(wanted) ||
+        PyList_GET_SIZE(headers) != PyList_GET_SIZE(all_heads) ||
+        PyList_GET_SIZE(headers) != PyList_GET_SIZE(wanted)) {
+        PyErr_SetString(PyExc_TypeError, "walk_layout takes bytes and two lists of one length");
+        return NULL;
+    }
+    const char *data = PyBytes_AS_STRING(payload);
+    Py_ssize_t size = PyBytes_GET_SIZE(payload), families = PyList_GET_SIZE(headers);
+    PyObject *out = PyList_New(families);
+    if (out == NULL) {
+        return NULL;
+    }
+    Py_ssize_t pos = 0;
+    for (Py_ssize_t f = 0; f < families; f++) {
+        PyObject *header = PyList_GET_ITEM(headers, f), *heads = PyList_GET_ITEM(all_heads, f);
+        if (!PyBytes_CheckExact(header)) {
+            goto mismatch;
+        }
+        Py_ssize_t length = PyBytes_GET_SIZE(header);
+        if (length > size - pos || memcmp(data + pos, PyBytes_AS_STRING(header), length) != 0) {
+            goto mismatch;
+        }
+        pos += length;
+        PyObject *entry;
+        if (heads == Py_None) {
+            Py_ssize_t end = block_end(data, pos, size);
+            entry = Py_BuildValue("(nOO)", end, Py_False, Py_None);
+            pos = end;
+        }
+        else {
+            if (!PyList_CheckExact(heads) || pos >= size || data[pos] == '#' ||
+                data[pos] == '\n') {
+                goto mismatch;
+            }
+            /* The block is the family's heads and values; match_heads finds where it ends. */
+            PyObject *call[5] = {payload, NULL, NULL, heads, PyList_GET_ITEM(wanted, f)};
+            Py_ssize_t end = block_end(data, pos, size);
+            call[1] = PyLong_FromSsize_t(pos);
+            call[2] = PyLong_FromSsize_t(end);
+            if (call[1] == NULL || call[2] == NULL) {
+                Py_XDECREF(call[1]);
+                Py_XDECREF(call[2]);
+                Py_DECREF(out);
+                return NULL;
+            }
+            PyObject *matched = match_heads(NULL, call, 5);
+            Py_DECREF(call[1]);
+            Py_DECREF(call[2]);
+            if (matched == NULL) {
+                Py_DECREF(out);
+                return NULL;
+            }
+            if (matched == Py_None) {
+                /* Other heads than remembered: the block is Python's to prove afresh. */
+                entry = Py_BuildValue("(nOO)", end, Py_None, Py_None);
+            }
+            else {
+                entry = Py_BuildValue(
+                    "(nOO)", end, PyTuple_GET_ITEM(matched, 0), PyTuple_GET_ITEM(matched, 1));
+            }
+            Py_DECREF(matched);
+            pos = end;
+        }
+        if (entry == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, f, entry);
+    }
+    return out;
+
+mismatch:
+    Py_DECREF(out);
+    Py_RETURN_NONE;
+}
+
 static PyObject *
 is_simple_value(PyObject *module, PyObject *value)
 {
@@ -354,6 +464,8 @@ static PyMethodDef methods[] = {
      "values_agree(values, whole, lower, upper, counts, infs, summary) -> bool or None"},
     {"match_heads", (PyCFunction)(void (*)(void))match_heads, METH_FASTCALL,
      "match_heads(payload, start, end, heads, want_values) -> (simple, values) or None"},
+    {"walk_layout", (PyCFunction)(void (*)(void))walk_layout, METH_FASTCALL,
+     "walk_layout(payload, headers, heads, wanted) -> [(end, simple, values)] or None"},
     {"is_simple_value", is_simple_value, METH_O, "is_simple_value(value) -> bool"},
     {NULL, NULL, 0, NULL},
 };

@@ -14,3 +14,10 @@ def values_agree(
     summary: bool,
     /,
 ) -> bool | None: ...
+def walk_layout(
+    payload: bytes,
+    headers: list[bytes],
+    heads: list[list[bytes] | None],
+    wanted: list[bool],
+    /,
+) -> list[tuple[int, bool | None, list[bytes] | None]] | None: ...

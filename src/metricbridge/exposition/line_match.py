@@ -62,3 +62,9 @@ COMPILED = _module is not None
 match_heads: Matcher | None = _module.match_heads if _module else None
 is_simple_value: Callable[[bytes], bool] | None = _module.is_simple_value if _module else None
 values_agree: Agreement | None = _module.values_agree if _module else None
+# (payload, headers, heads, wanted) -> layout_walk.walk_python's answer; see layout_walk.
+Walk = Callable[
+    [bytes, list[bytes], list["list[bytes] | None"], list[bool]],
+    "list[tuple[int, bool | None, list[bytes] | None]] | None",
+]
+walk_layout: Walk | None = _module.walk_layout if _module else None

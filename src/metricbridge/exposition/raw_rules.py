@@ -89,7 +89,7 @@ class Layout:
             return None  # (this also refuses a tail that continues the last series)
         shift = partial(add, known)
         return Layout(
-            heads,
+            list(heads),
             True,  # noqa: FBT003 - the field: "sound"
             self.whole + list(map(shift, tail.whole)),
             self.lower + list(map(shift, tail.lower)),
@@ -122,17 +122,18 @@ def needs_parse(
     cache = caches.raw_layouts if caches is not None else None
     key = (fmt, mtype, base, heads[0])
     layout = cache.get(key) if cache is not None else None
+    # The layout keeps a list of its own (no two caches hold one mutable object), of the head
+    # objects the proven heads cache holds when the reader split them (``split``): then no head
+    # is held twice, and comparing them is pointer-fast from the next scrape on.
     if layout is None or layout.heads != heads:
-        layout = (layout and layout.grown(heads, mtype, base)) or layout_of(heads, mtype, base)
-        remember = True
+        layout = (layout and layout.grown(heads, mtype, base)) or layout_of(
+            list(heads), mtype, base
+        )
+    elif split is not None and layout.heads[0] is not heads[0]:
+        layout = dataclasses.replace(layout, heads=list(heads))
     else:
-        # A split's heads are the list the proven heads cache holds (byte_scan.prove_block):
-        # held here too, it spares a second copy of every head, and makes the comparison above
-        # an identity test from the next scrape on.
-        remember = split is not None and layout.heads is not heads
-        if remember:
-            layout = dataclasses.replace(layout, heads=heads)
-    if remember and cache is not None:
+        return not (layout.sound and values_agree(layout, values, mtype))
+    if cache is not None:
         cache.put(key, layout, layout.size() + len(base))
     return not (layout.sound and values_agree(layout, values, mtype))
 

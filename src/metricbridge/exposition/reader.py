@@ -86,11 +86,12 @@ from metricbridge.exposition.byte_scan import (
     values_proven,
 )
 from metricbridge.exposition.caches import CodecCaches, KnownHeader
-from metricbridge.exposition.created_series import merge_created_families
 from metricbridge.exposition.family_builder import Builder, Closed, Exposition, GeneralReader
 from metricbridge.exposition.family_parse import unescape_help
+from metricbridge.exposition.layout_walk import read_by_layout, screen
 from metricbridge.exposition.raw_rules import CHECKED_TYPES, BlockSplit
-from metricbridge.exposition.semantics import SCANNED_TYPES, screen_raw
+from metricbridge.exposition.scrape_memory import ScrapeMemory, layout_of
+from metricbridge.exposition.semantics import SCANNED_TYPES
 from metricbridge.model.family import AnyFamily, FamilyMeta, Format, MetricType, RawFamily, Verify
 from metricbridge.model.family_names import TEXT_TYPES, allowed_suffixes, fast_needles, wire_names
 
@@ -329,11 +330,14 @@ def read_exposition(
     verify: Verify = Verify.STRUCTURE,
     *,
     caches: CodecCaches | None = None,
+    memory: ScrapeMemory | None = None,
 ) -> Exposition:
     """Read a whole payload; raise ``ExpositionError`` only when nothing in it can be trusted.
 
     ``caches`` remembers header pairs, proven heads and parsed lines for the next payload;
-    without one, nothing is remembered (see ``caches``).
+    without one, nothing is remembered (see ``caches``). ``memory``, the upstream's own,
+    remembers the payload's layout, so that the next payload of that layout is walked in one
+    pass (``layout_walk``) instead of read family by family; the result is the same.
     """
     if not payload:
         raise ExpositionError("empty exposition (0 bytes)")
@@ -351,6 +355,12 @@ def read_exposition(
         # catch (Content-Length, chunked framing: ``service.scrape``), not the last byte's.
         unterminated = payload.count(b"\n") + 1
         payload += b"\n"
+    # The upstream's memory, where the payload can be walked by a layout (else None).
+    walkable = memory if unterminated is None and _walkable(payload, verify, caches) else None
+    if walkable is not None and caches is not None:
+        walked = _read_by_layout(payload, fmt, walkable, caches)
+        if walked is not None:
+            return walked
     reader = _Reader(payload, fmt, verify, caches=caches)
     exposition = reader.run()
     if not exposition.families and exposition.problems and not exposition.headers_seen:
@@ -364,12 +374,41 @@ def read_exposition(
             "last line has no terminating newline and does not parse (truncated body?)",
             line=unterminated,
         )
-    if fmt is Format.TEXT:
-        exposition.families, problems = merge_created_families(exposition.families, caches=caches)
-        exposition.problems.extend(problems)
-    # Parsed families met their type's rules as they closed; the raw ones are screened here.
-    exposition.families, problems = screen_raw(
-        exposition.families, fmt, caches=caches, splits=reader.splits, signed=reader.signed
-    )
-    exposition.problems.extend(problems)
+    screen(exposition, caches, reader.splits, signed=reader.signed)
+    layout = layout_of(payload, exposition, caches) if walkable and caches is not None else None
+    if walkable is not None and layout is not None:
+        walkable.remember(layout)
+    return exposition
+
+
+def _walkable(payload: bytes, verify: Verify, caches: CodecCaches | None) -> bool:
+    """Whether the payload may be walked by a layout: every block can be served as it came.
+
+    Not with ``Verify.FULL``, nor without caches (their header pairs make a layout), nor in a
+    payload with NUL bytes, escapes or invalid UTF-8, whose blocks need the exact parser.
+    """
+    if verify is not Verify.STRUCTURE or caches is None:
+        return False
+    return b"\x00" not in payload and b"\\" not in payload and is_utf8(payload)
+
+
+def _read_by_layout(
+    payload: bytes, fmt: Format, memory: ScrapeMemory, caches: CodecCaches
+) -> Exposition | None:
+    """The payload read by its upstream's remembered layout, or None if it is not that layout."""
+    layout = memory.layout(fmt)
+    if layout is None:
+        return None
+
+    def read_alone(block: bytes) -> Exposition:
+        # One family's header and lines, read as a payload of their own by the exact path.
+        alone = block + b"# EOF\n" if fmt is Format.OPENMETRICS else block
+        try:
+            return read_exposition(alone, fmt, caches=caches)
+        except ExpositionError as exc:
+            return Exposition([], [exc], fmt)
+
+    exposition = read_by_layout(payload, memory, layout, caches, read_alone)
+    if exposition is None:
+        memory.unmatched()
     return exposition

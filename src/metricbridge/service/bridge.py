@@ -22,6 +22,7 @@ import aiohttp
 
 from metricbridge.errors import UpstreamError
 from metricbridge.exposition.caches import CodecCaches
+from metricbridge.exposition.scrape_memory import ScrapeMemory
 from metricbridge.model.family import Format
 from metricbridge.service.accounting import Accounting
 from metricbridge.service.allocator import release_free_memory, trim_size
@@ -75,8 +76,11 @@ class Bridge:
         self.caches = CodecCaches()
         self.worker = Worker()
         self.relabel_cache = RelabelCache()  # what relabel steps made of each label set
+        # Each upstream's payload layout, for its next payload to be walked in one pass.
+        self.memories = {u.label: ScrapeMemory(f"scrape_layout:{u.label}") for u in self.upstreams}
         self.trim_after = trim_size()  # fetched bytes after which the heap is trimmed; 0: never
-        metrics.track_caches((*self.caches, self.relabel_cache.lru))
+        memories = (memory.layouts for memory in self.memories.values())
+        metrics.track_caches((*self.caches, self.relabel_cache.lru, *memories))
         metrics.family_sample_limit.set(settings.family_sample_limit)
 
     def replace_rules(self, rules: CompiledRules) -> None:
@@ -90,12 +94,13 @@ class Bridge:
         self._latest = None
         self.last_served = None
         self.state = SynthState()
-        if self.worker.idle:
-            self.caches.reset()
-            self.relabel_cache.reset()
-        else:
-            self.worker.submit(self.caches.reset)
-            self.worker.submit(self.relabel_cache.reset)
+        memories = (memory.reset for memory in self.memories.values())
+        resets = (self.caches.reset, self.relabel_cache.reset, *memories)
+        for reset in resets:
+            if self.worker.idle:
+                reset()
+            else:
+                self.worker.submit(reset)
 
     async def snapshot(self, timeout: float, render: Render | None = None) -> Snapshot:
         """The latest snapshot if fresh, else the one being fetched, else a new fetch.
@@ -283,6 +288,7 @@ class Bridge:
         limit = self.settings.family_sample_limit
         if all(failed(a) for a in attempts):  # nothing to read
             work = Work(tuple(read_one(a.outcome, rules, caches, limit) for a in attempts))
+            # (a failed fetch is read as its failure: no memory is used)
         else:  # in the worker: reading and translating take time in proportion to the payload
             level = self.settings.gzip_level
             wanted = None if render is None else (*render, level)
@@ -299,6 +305,7 @@ class Bridge:
                     limit,
                     wanted,
                     relabel_cache=self.relabel_cache,
+                    memories=self.memories,
                 )
                 if 0 < self.trim_after <= fetched:  # what it freed goes back (allocator)
                     release_free_memory()

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from metricbridge.errors import ExpositionError, UpstreamError
 from metricbridge.exposition.caches import CodecCaches
 from metricbridge.exposition.openmetrics_fit import Misfit, openmetrics_misfit
 from metricbridge.exposition.reader import Exposition
+from metricbridge.exposition.scrape_memory import ScrapeMemory
 from metricbridge.model.family import Body, Format
 from metricbridge.service.gzip_framing import OpenGzip
 from metricbridge.service.scrape import Fetched
@@ -66,14 +67,20 @@ def translate_wave(  # noqa: PLR0913, PLR0917 - what one translation takes, hand
     render: tuple[Format, bool, int] | None = None,
     *,
     relabel_cache: RelabelCache | None = None,
+    memories: Mapping[str, ScrapeMemory] | None = None,
 ) -> Work:
     """Read every fetched body and translate what could be read: the worker's job, pure.
 
     ``render`` (format, gzipped, gzip level): the response the fetch's starter waits for,
     rendered in the same job, so its translation and rendering are one hand-over, not two.
+    ``memories``: each upstream's scrape memory, by its label (``exposition.scrape_memory``).
     """
     started = time.perf_counter()
-    reads = tuple(read_one(attempt.outcome, rules, caches, sample_limit) for attempt in attempts)
+    memories = memories or {}
+    reads = tuple(
+        read_one(attempt.outcome, rules, caches, sample_limit, memories.get(attempt.upstream.label))
+        for attempt in attempts
+    )
     parts = [
         (attempt.upstream.label, read.exposition)
         for attempt, read in zip(attempts, reads, strict=True)
@@ -102,7 +109,11 @@ def translate_wave(  # noqa: PLR0913, PLR0917 - what one translation takes, hand
 
 
 def read_one(
-    outcome: Fetched | UpstreamError, rules: CompiledRules, caches: CodecCaches, sample_limit: int
+    outcome: Fetched | UpstreamError,
+    rules: CompiledRules,
+    caches: CodecCaches,
+    sample_limit: int,
+    memory: ScrapeMemory | None = None,
 ) -> Read:
     """One fetched body read, or what the fetch or the reading came to.
 
@@ -116,7 +127,7 @@ def read_one(
         return Read(None, outcome)
     size = len(outcome.body)
     try:
-        exposition = read_payload(outcome.body, outcome.format, rules, caches=caches)
+        exposition = read_payload(outcome.body, outcome.format, rules, caches=caches, memory=memory)
     except ExpositionError as exc:
         return Read(None, exc, size)
     largest, kept, over = 0, [], []

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from metricbridge.errors import ExpositionError, LineError
 from metricbridge.exposition.caches import ONE_PAYLOAD_BUDGETS, CodecCaches
 from metricbridge.exposition.reader import Exposition, read_exposition
+from metricbridge.exposition.scrape_memory import ScrapeMemory
 from metricbridge.exposition.writer import write_exposition
 from metricbridge.model.family import AnyFamily, Format
 from metricbridge.translation.compiled import CompiledRules
@@ -76,24 +77,26 @@ def _content_end(payload: bytes) -> int:
     return end
 
 
-def read_payload(
+def read_payload(  # noqa: PLR0913 - the body, how to read it, and what remembers it
     payload: bytes,
     fmt: Format,
     rules: CompiledRules,
     *,
     empty_ok: bool = True,
     caches: CodecCaches | None = None,
+    memory: ScrapeMemory | None = None,
 ) -> Exposition:
     """Read one upstream body; raise ``ExpositionError`` only if none of it is usable.
 
     With ``empty_ok`` an empty body is no families, not an error: a server with no metric
     families yet (a cold EPD encoder) answers 200 with none. A file of 0 bytes is an error
-    (almost always a truncated copy). ``caches``: the caller's, see ``exposition.caches``.
+    (almost always a truncated copy). ``caches``: the caller's, see ``exposition.caches``;
+    ``memory``: the upstream's, see ``exposition.scrape_memory``.
     """
     if not payload and empty_ok:
         return Exposition([], [], fmt)
     try:
-        return read_exposition(payload, fmt, rules.validation, caches=caches)
+        return read_exposition(payload, fmt, rules.validation, caches=caches, memory=memory)
     except LineError as exc:
         # A bad escape in a header line escapes the reader (xfail in test_properties.py).
         raise ExpositionError(str(exc)) from exc
@@ -180,24 +183,25 @@ def translate_upstreams(  # noqa: PLR0913 - as translate, plus the upstreams' so
     return Outcome(translation, problems, renamed, tuple(drops))
 
 
-def run_pipeline(
+def run_pipeline(  # noqa: PLR0913 - the body, how to read it, and what remembers it
     payload: bytes,
     fmt: Format,
     rules: CompiledRules,
     *,
     caches: CodecCaches | None = None,
     server_info: Mapping[str, object] | None = None,
+    memory: ScrapeMemory | None = None,
 ) -> Outcome:
     """Read and translate one payload; raise ``ExpositionError`` only if none of it is usable.
 
     Without ``caches``, the read and the translation share caches of their own, for this call
     (a command's one payload), without those that serve only a later payload; a caller of many
-    payloads passes its own. ``server_info``: the engine's /server_info answer, for the rows
-    derived from it.
+    payloads passes its own, and for payloads of one upstream its ``memory``. ``server_info``:
+    the engine's /server_info answer, for the rows derived from it.
     """
     if caches is None:
         caches = CodecCaches(ONE_PAYLOAD_BUDGETS)
-    exposition = read_payload(payload, fmt, rules, empty_ok=False, caches=caches)
+    exposition = read_payload(payload, fmt, rules, empty_ok=False, caches=caches, memory=memory)
     return translate_upstreams([("", exposition)], rules, server_info=server_info, caches=caches)
 
 
