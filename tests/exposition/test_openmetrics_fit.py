@@ -44,6 +44,14 @@ def fam(name: str, mtype: MetricType, *samples: tuple[str, dict[str, str], str])
     )
 
 
+def stamped(name: str, *samples: tuple[dict[str, str], str, float | None]) -> Family:
+    """A gauge from (labels, value text, timestamp) triples."""
+    return Family(
+        FamilyMeta(name, G, f"{name} help"),
+        tuple(Sample(name, tuple(lb.items()), float(raw), raw, ts) for lb, raw, ts in samples),
+    )
+
+
 def histogram(bucket: str = "1", inf: str = "2", total: str = "2", sum_: str = "3", le: str = "1"):
     return fam(
         "lat",
@@ -82,6 +90,14 @@ MISFITS: dict[str, tuple[Misfit, list[AnyFamily]]] = {
     "sum beside a negative bucket": (Misfit.SUM_VALUE, [histogram(le="-1")]),
     "negative summary sum": (Misfit.SUM_VALUE, [summary(sum_="-2")]),
     "negative quantile": (Misfit.QUANTILE_VALUE, [summary(quantile="-1")]),
+    "a series with and without a timestamp": (
+        Misfit.TIMESTAMPS,
+        [stamped("temp", ({"a": "1"}, "1", None), ({"a": "1"}, "2", 5.0))],
+    ),
+    "a series going back in time": (
+        Misfit.TIMESTAMPS,
+        [stamped("temp", ({"a": "1"}, "1", 10.0), ({"a": "1"}, "2", 5.0))],
+    ),
 }
 
 
@@ -128,8 +144,23 @@ def test_raw_counter_not_named_total_is_a_misfit() -> None:
         [histogram(), summary(quantile="NaN")],
         [fam("g", G, ("g", {}, "-1")), fam("g2", G, ("g2", {}, "NaN"))],
         [fam("lat", H, ("lat_bucket", {"le": "-1"}, "1"), ("lat_bucket", {"le": "+Inf"}, "2"))],
+        [
+            stamped(
+                "temp",
+                ({"a": "1"}, "1", 5.0),
+                ({"a": "1"}, "2", 10.0),
+                ({"a": "2"}, "3", None),
+                ({"a": "3"}, "4", 1.0),
+            )
+        ],
     ],
-    ids=["counter", "histogram and NaN quantile", "negative and NaN gauges", "no sum"],
+    ids=[
+        "counter",
+        "histogram and NaN quantile",
+        "negative and NaN gauges",
+        "no sum",
+        "timestamps forward in each series",
+    ],
 )
 def test_what_openmetrics_carries_fits(families: list[AnyFamily]) -> None:
     assert openmetrics_misfit(families) is None

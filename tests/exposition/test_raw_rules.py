@@ -96,6 +96,9 @@ CASES = {
     "quantile_above_one": ("summary", b'quantile="0.9"', b'quantile="1.5"', "quantile_label"),
     "quantile_below_zero": ("summary", b'quantile="0.5"', b'quantile="-0.5"', "quantile_label"),
     "quantile_nan": ("summary", b'quantile="0.9"', b'quantile="NaN"', "quantile_label"),
+    # Go's ParseFloat, as expfmt reads a bound: Python's float would take both
+    "quantile_with_a_blank": ("summary", b'quantile="0.5"', b'quantile=" 0.5"', "quantile_label"),
+    "le_with_an_underscore": ("histogram", b'le="0.5"} 1', b'le="0_5"} 1', "le_label"),
     "quantile_missing": ("summary", b'{a="1",quantile="0.5"}', b'{a="1"}', "quantile_label"),
     "summary_count_not_integer": (
         "summary",

@@ -32,6 +32,7 @@ class Misfit(StrEnum):
     COUNT_VALUE = "count_value"  # a bucket or _count not a whole number, negative or NaN
     SUM_VALUE = "sum_value"  # a _sum negative or NaN, or beside a negative bucket
     QUANTILE_VALUE = "quantile_value"  # a summary quantile's value negative
+    TIMESTAMPS = "timestamps"  # one metric point's samples mixing or reversing timestamps
 
 
 # Every name a family of each type takes in OpenMetrics, as suffixes of its sample base
@@ -69,6 +70,9 @@ def values_misfit(family: Family) -> Misfit | None:
     """
     mtype = family.meta.type
     base = sample_base(family.meta.name, mtype)
+    # Text lets one series carry samples with and without a timestamp; OpenMetrics does not.
+    if any(s.timestamp is not None for s in family.samples) and _timestamps_misfit(family, base):
+        return Misfit.TIMESTAMPS
     if mtype is MetricType.COUNTER:
         total = base + "_total"
         if any(s.name == total and not s.value >= 0 for s in family.samples):  # NaN fails too
@@ -99,6 +103,43 @@ def _distribution_misfit(family: Family, base: str) -> Misfit | None:
     if negative_bucket and has_sum and mtype is MetricType.HISTOGRAM:
         return Misfit.SUM_VALUE
     return None
+
+
+def _timestamps_misfit(family: Family, base: str) -> bool:
+    """Whether one metric point's run of samples mixes or reverses timestamps.
+
+    A metric point is a series' labels less ``le`` in a bucket and ``quantile`` in a quantile;
+    prometheus_client's OpenMetrics parser refuses samples with and without a timestamp in one
+    run, and timestamps that go back.
+    """
+    mtype = family.meta.type
+    point_label = {f"{base}_bucket": "le"} if mtype in _BUCKETED else {}
+    if mtype is MetricType.SUMMARY:
+        point_label[base] = "quantile"
+    elif mtype is MetricType.STATESET:
+        point_label[base] = family.meta.name
+    point: object = None
+    last: float | None = None
+    for sample in family.samples:
+        drop = point_label.get(sample.name)
+        labels = sample.labels
+        key = () if mtype is MetricType.INFO else tuple(kv for kv in labels if kv[0] != drop)
+        stamp = sample.timestamp
+        if key == point:
+            if (stamp is None) != (last is None):
+                return True
+            if (
+                stamp is not None
+                and last is not None
+                and stamp < last
+                and mtype is not MetricType.INFO
+            ):
+                return True
+        point, last = key, stamp
+    return False
+
+
+_BUCKETED = (MetricType.HISTOGRAM, MetricType.GAUGEHISTOGRAM)
 
 
 def _whole(value: float) -> bool:

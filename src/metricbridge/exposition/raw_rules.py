@@ -29,6 +29,7 @@ from operator import add, le
 from metricbridge.exposition.caches import CodecCaches
 from metricbridge.exposition.line_match import values_agree as compiled_agree
 from metricbridge.model.family import Format, MetricType, RawFamily, sample_base
+from metricbridge.model.numbers import parse_value
 
 # Per layout held by ``raw_layouts``, beyond its heads' len(): the object and its lists; and per
 # head or index, its list slot (and the head's bytes header).
@@ -311,10 +312,10 @@ def _bound(raw: bytes | None, mtype: MetricType) -> float | None:
     if raw is None:
         return None
     text = raw.decode()
-    try:
-        number = float(text)
-    except ValueError:
+    parsed = parse_value(text)  # Go's ParseFloat: no blanks, no "1_0", as expfmt reads a bound
+    if parsed is None:
         return None
+    number = parsed[0]
     if math.isnan(number):
         return None
     if mtype is MetricType.SUMMARY:

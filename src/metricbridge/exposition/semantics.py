@@ -35,6 +35,7 @@ from metricbridge.model.family import (
     sample_base,
 )
 from metricbridge.model.names import quoted
+from metricbridge.model.numbers import parse_value
 
 REASONS = frozenset(
     {
@@ -184,10 +185,9 @@ def _label(labels: Labels, name: str) -> str | None:
 
 
 def _number(text: str) -> float | None:
-    try:
-        return float(text)
-    except ValueError:
-        return None
+    # Go's ParseFloat, not Python's float: expfmt refuses " 0.5" and "1_0" as a bound.
+    parsed = parse_value(text)
+    return None if parsed is None else parsed[0]
 
 
 Group = frozenset[tuple[str, str]]
