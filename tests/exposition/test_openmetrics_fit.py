@@ -167,6 +167,15 @@ def test_what_openmetrics_carries_fits(families: list[AnyFamily]) -> None:
     list(parse_om(write_exposition(families, Format.OPENMETRICS).decode()))
 
 
+def test_a_created_without_a_timestamp_beside_a_timestamped_total_fits() -> None:
+    """Prometheus reads it so (the oracle test scrapes it), though prometheus_client refuses."""
+    total = Family(
+        FamilyMeta("foo_total", C, "help"),
+        (Sample("foo_total", (), 17.0, "17.0", 5.0), Sample("foo_created", (), 1.5e9, "1.5e9")),
+    )
+    assert openmetrics_misfit([total]) is None
+
+
 @pytest.mark.parametrize("fixture", sorted(p.name for p in FIXTURES.glob("*.prom")))
 def test_sglang_payloads_translated_fit(fixture: str) -> None:
     """A real SGLang payload through the shipped rules is served in OpenMetrics, as asked."""

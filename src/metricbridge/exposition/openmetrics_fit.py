@@ -110,7 +110,8 @@ def _timestamps_misfit(family: Family, base: str) -> bool:
 
     A metric point is a series' labels less ``le`` in a bucket and ``quantile`` in a quantile;
     prometheus_client's OpenMetrics parser refuses samples with and without a timestamp in one
-    run, and timestamps that go back.
+    run, and timestamps that go back. A ``_created`` sample without one is left out, as the
+    reader takes it beside a timestamped total as Prometheus does (``docs/conformance.md``).
     """
     mtype = family.meta.type
     point_label = {f"{base}_bucket": "le"} if mtype in _BUCKETED else {}
@@ -118,13 +119,16 @@ def _timestamps_misfit(family: Family, base: str) -> bool:
         point_label[base] = "quantile"
     elif mtype is MetricType.STATESET:
         point_label[base] = family.meta.name
+    created = f"{base}_created"
     point: object = None
     last: float | None = None
     for sample in family.samples:
+        stamp = sample.timestamp
+        if stamp is None and sample.name == created:
+            continue  # a time itself, read without one beside a timestamped total (Prometheus)
         drop = point_label.get(sample.name)
         labels = sample.labels
         key = () if mtype is MetricType.INFO else tuple(kv for kv in labels if kv[0] != drop)
-        stamp = sample.timestamp
         if key == point:
             if (stamp is None) != (last is None):
                 return True
