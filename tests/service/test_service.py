@@ -307,9 +307,11 @@ async def test_a_fetch_cut_short_by_its_own_scraper_is_not_cached(
     aiohttp_server, aiohttp_client
 ) -> None:
     """Alone, the impatient scraper's timeout is not what the next scraper gets."""
-    upstream = FakeUpstream(delay=0.2)
+    # The scraper's time is long enough for its fetch to reach the engine on a busy machine
+    # (else the engine never counts it), and shorter than the engine takes to answer.
+    upstream = FakeUpstream(delay=1.5)
     client = await _start(aiohttp_server, aiohttp_client, upstream, timeout=5.0, cache_ttl=5.0)
-    text = await (await client.get("/metrics", headers={TIMEOUT_HEADER: "0.05"})).text()
+    text = await (await client.get("/metrics", headers={TIMEOUT_HEADER: "0.5"})).text()
     assert 'reason="timeout"' in text
     assert "sglang:" in await (await client.get("/metrics")).text()
     assert upstream.requests == 2
