@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import signal
 import ssl
 import subprocess
@@ -32,6 +31,7 @@ import yaml
 
 from helpers.paths import TESTS
 from helpers.ports import free_port
+from helpers.promtool import prometheus_path
 from helpers.tls import PASSWORD, USER, Certificates, basic_auth_header, bcrypt_hash
 from metricbridge.analysis.dashboards import load_queries
 from metricbridge.analysis.promql import substitute_grafana_variables
@@ -194,11 +194,7 @@ def _prometheus_config(
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """Simulator, bridge and Prometheus, all on loopback; stopped whatever happens."""
-    binary = shutil.which("prometheus")
-    if binary is None:
-        if os.environ.get("CI"):
-            pytest.fail("prometheus is required in CI (Debian package 'prometheus')")
-        pytest.skip("prometheus not installed (apt-get install prometheus)")
+    binary = prometheus_path()
     tmp = tmp_path_factory.mktemp("e2e")
     started = time.monotonic()
     processes: list[subprocess.Popen[bytes]] = []

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import signal
 import subprocess
 import threading
@@ -37,6 +36,7 @@ from aiohttp import web
 
 from helpers.oracle_cases import CASES, OPENMETRICS, OracleCase
 from helpers.ports import free_port
+from helpers.promtool import prometheus_path
 from helpers.service import bridge_app
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("prometheus")]
@@ -142,11 +142,7 @@ def _prometheus_config(tmp: Path, world: _World) -> Path:
 @pytest.fixture(scope="module")
 def oracle(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Oracle]:
     """Engine, bridges and Prometheus, all on loopback; stopped whatever happens."""
-    binary = shutil.which("prometheus")
-    if binary is None:
-        if os.environ.get("CI"):
-            pytest.fail("prometheus is required in CI (Debian package 'prometheus')")
-        pytest.skip("prometheus not installed (apt-get install prometheus)")
+    binary = prometheus_path()
     tmp = tmp_path_factory.mktemp("oracle")
     rules = tmp / "rules.yml"
     rules.write_text("version: 1\n")  # pass-through: no family rules

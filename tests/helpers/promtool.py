@@ -1,4 +1,4 @@
-"""Prometheus' own promtool as a test oracle: CI installs it, a bare laptop may skip those tests."""
+"""Prometheus' own binaries as test oracles: CI installs them, a bare laptop may skip those tests."""
 
 from __future__ import annotations
 
@@ -9,14 +9,24 @@ import subprocess
 import pytest
 
 
-def promtool_path() -> str:
-    """Path of Prometheus' promtool; CI installs it, a bare laptop may skip those tests."""
-    path = shutil.which("promtool")
+def _binary(name: str) -> str:
+    """Path of one of the Debian package ``prometheus``'s binaries: failed without it in CI."""
+    path = shutil.which(name)
     if path is None:
         if os.environ.get("CI"):
-            pytest.fail("promtool is required in CI (Debian package 'prometheus')")
-        pytest.skip("promtool not installed (apt-get install prometheus)")
+            pytest.fail(f"{name} is required in CI (Debian package 'prometheus')")
+        pytest.skip(f"{name} not installed (apt-get install prometheus)")
     return path
+
+
+def promtool_path() -> str:
+    """Path of Prometheus' promtool."""
+    return _binary("promtool")
+
+
+def prometheus_path() -> str:
+    """Path of the Prometheus server."""
+    return _binary("prometheus")
 
 
 def promtool_check_metrics(exposition: bytes) -> str:
