@@ -44,6 +44,7 @@ from helpers.tp1_payloads import TP1_HIT_RATE, retyped, scaled
 from metricbridge.config.load import load_config, parse_config
 from metricbridge.errors import ExpositionError
 from metricbridge.exposition.family_parse import parse_family
+from metricbridge.exposition.openmetrics_fit import Misfit, openmetrics_misfit
 from metricbridge.exposition.reader import read_exposition
 from metricbridge.model.family import AnyFamily, Format, Sample, Verify
 from metricbridge.simulator.engine import SimulatedEngine
@@ -374,22 +375,22 @@ def test_free_form_comment_is_not_a_header():
     assert write(outcome, Format.TEXT) == b"# TYPE a counter\na 1\n"
 
 
-@pytest.mark.parametrize(
-    ("fmt", "payload"),
-    [
-        pytest.param(
-            Format.TEXT, b"# TYPE a_total counter\na_total 1\n# TYPE a gauge\na 2\n", id="text"
-        ),
-        pytest.param(
-            Format.OPENMETRICS,
-            b'# TYPE sglang:s counter\nsglang_s_total{a="1"} 1\nsglang_s{a="2"} 2\n# EOF\n',
-            id="openmetrics-escaped",
-        ),
-    ],
-)
-def test_counter_and_family_named_like_its_base_write_valid_openmetrics(fmt, payload):
-    """A counter and a family named like its base: the OpenMetrics output parses (one of them
-    is dropped as a clash, or renamed)."""
-    oracle(payload, fmt)
-    output = write(run_pipeline(payload, fmt, empty_rules(Verify.FULL)), Format.OPENMETRICS)
-    oracle(output, Format.OPENMETRICS)
+def test_a_text_counter_beside_a_gauge_of_its_stem_is_served_whole_in_text():
+    """client_golang's pair: text carries both, OpenMetrics cannot (one name there), so both
+    are kept and the answer is text."""
+    payload = b"# TYPE a_total counter\na_total 1\n# TYPE a gauge\na 2\n"
+    oracle(payload, Format.TEXT)
+    outcome = run_pipeline(payload, Format.TEXT, empty_rules(Verify.FULL))
+    assert [f.name for f in outcome.translation.families] == ["a_total", "a"]
+    assert openmetrics_misfit(outcome.translation.families) is Misfit.NAME_CLASH
+    oracle(write(outcome, Format.TEXT), Format.TEXT)
+
+
+def test_an_escaped_openmetrics_counter_beside_its_base_writes_valid_openmetrics():
+    """A counter and a family named like its base in OpenMetrics: one of them is dropped as a
+    clash, or renamed, and the OpenMetrics output parses."""
+    payload = b'# TYPE sglang:s counter\nsglang_s_total{a="1"} 1\nsglang_s{a="2"} 2\n# EOF\n'
+    oracle(payload, Format.OPENMETRICS)
+    outcome = run_pipeline(payload, Format.OPENMETRICS, empty_rules(Verify.FULL))
+    assert openmetrics_misfit(outcome.translation.families) is None
+    oracle(write(outcome, Format.OPENMETRICS), Format.OPENMETRICS)

@@ -41,7 +41,6 @@ class OracleCase:
 
 # Families Prometheus reads in text that OpenMetrics, which the bridge answers Prometheus in,
 # cannot carry: they pass once the bridge answers such a scrape in text (the format fallback).
-CLASH = "OpenMetrics cannot carry a _total counter beside a gauge of its stem: needs the fallback"
 INFO_NAME = "OpenMetrics names an info sample NAME_info: needs the format fallback to carry it"
 QUANTILE = "OpenMetrics wants a quantile in [0, 1]: needs the format fallback"
 OM_VALUES = "OpenMetrics forbids this value in a counter-like sample: needs the format fallback"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from helpers.oracle_case import CLASH, OM_VALUES, QUANTILE
+from helpers.oracle_case import OM_VALUES, QUANTILE
 from helpers.oracle_case import text_case as _t
 
 # promparse_test.go TestPromParse's input as it is, but for its timestamp.
@@ -106,7 +106,6 @@ TEXT_VALID = [
         b"# TYPE go_memstats_alloc_bytes gauge\ngo_memstats_alloc_bytes 1.2e+06\n"
         b"# HELP go_memstats_alloc_bytes_total Total number of bytes allocated.\n"
         b"# TYPE go_memstats_alloc_bytes_total counter\ngo_memstats_alloc_bytes_total 3.4e+07\n",
-        gap=CLASH,
     ),
     _t(
         "negative_summary_quantiles_and_sum",

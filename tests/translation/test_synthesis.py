@@ -13,8 +13,10 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families 
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 
 from helpers.paths import FIXTURES
+from helpers.promtool import promtool_check_metrics
 from metricbridge.config.load import load_config, parse_config
 from metricbridge.exposition.family_parse import parse_family
+from metricbridge.exposition.openmetrics_fit import Misfit, openmetrics_misfit
 from metricbridge.exposition.reader import read_exposition
 from metricbridge.exposition.sample_line import parse_sample
 from metricbridge.exposition.writer import write_exposition
@@ -324,22 +326,18 @@ def test_derived_row_yields_to_a_patched_engine() -> None:
     assert result.rows["sglang:num_max_batchs"].state is RowState.NATIVE
 
 
-@pytest.mark.parametrize(
-    "payload",
-    [
-        pytest.param(
-            b'# TYPE h histogram\nh_bucket{le="+Inf"} 1\nh_count 1\nh_sum 1\n'
-            b"# TYPE h_created untyped\nh_created 5\n",
-            id="untyped-created-beside-a-histogram",
-        ),
-    ],
-)
-def test_a_family_that_clashes_only_in_openmetrics_is_not_served(payload: bytes) -> None:
-    """Text input that OpenMetrics would make one family's: a response may be either format."""
+def test_a_family_that_clashes_only_in_openmetrics_is_served_in_text() -> None:
+    """Text input that OpenMetrics would make one family's: both kept, the answer text."""
+    payload = (
+        b'# TYPE h histogram\nh_bucket{le="+Inf"} 1\nh_count 1\nh_sum 1\n'
+        b"# TYPE h_created untyped\nh_created 5\n"
+    )
     result = _run(payload, _rules("version: 1\nfamilies: {}\n"))
-    assert [f.name for f in result.families] == ["h"]
-    for fmt, parse in ((Format.TEXT, parse_text), (Format.OPENMETRICS, parse_openmetrics)):
-        list(parse(write_exposition(result.families, fmt).decode()))
+    assert [f.name for f in result.families] == ["h", "h_created"]
+    assert openmetrics_misfit(result.families) is Misfit.NAME_CLASH
+    text = write_exposition(result.families, Format.TEXT)
+    assert {f.name for f in parse_text(text.decode())} == {"h", "h_created"}
+    promtool_check_metrics(text)
 
 
 def test_a_dropped_family_is_not_served_and_its_row_says_so() -> None:

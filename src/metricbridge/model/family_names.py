@@ -28,7 +28,7 @@ def allowed_suffixes(
 
 
 def wire_names(name: str, mtype: MetricType, fmt: Format) -> frozenset[str]:
-    """Every name a family takes on the wire: its own, its OpenMetrics name, its sample names.
+    """Every name a family takes in one wire format: its own, its family name there, its samples'.
 
     Two families sharing one of these clash: promtool refuses a second TYPE line for a name
     and prometheus_client a "clashing name" (a histogram ``a`` beside a gauge ``a_count``, an
@@ -43,11 +43,20 @@ def wire_names(name: str, mtype: MetricType, fmt: Format) -> frozenset[str]:
         if mtype is MetricType.GAUGEHISTOGRAM:
             # Written as TYPE histogram, which promtool takes to own _sum and _count too.
             suffixes += ("_sum", "_count")
+        if mtype is MetricType.COUNTER and base != name:
+            # Text has no family name apart from ``a_total``: client_golang serves the gauge
+            # ``go_memstats_alloc_bytes`` beside the counter ``go_memstats_alloc_bytes_total``.
+            return frozenset((name,))
     return frozenset((name, base, *(base + suffix for suffix in suffixes)))
 
 
 def served_names(name: str, mtype: MetricType) -> frozenset[str]:
-    """The names a family takes in either wire format: a response may be in either."""
+    """The names a family takes in either wire format: what a rules file may serve.
+
+    Families read from an engine are held only to the text format's names (``wire_names``):
+    a snapshot whose families share a name only in OpenMetrics is answered in text
+    (``exposition.openmetrics_fit``).
+    """
     return wire_names(name, mtype, Format.TEXT) | wire_names(name, mtype, Format.OPENMETRICS)
 
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from metricbridge.errors import ExpositionError, ScaleError
 from metricbridge.exposition.caches import CodecCaches
 from metricbridge.exposition.family_parse import parse_family
-from metricbridge.model.family import AnyFamily, Family, FamilyMeta, Labels, RawFamily
-from metricbridge.model.family_names import served_names
+from metricbridge.model.family import AnyFamily, Family, FamilyMeta, Format, Labels, RawFamily
+from metricbridge.model.family_names import wire_names
 from metricbridge.translation.compiled import (
     CompiledRule,
     CompiledRules,
@@ -217,13 +217,17 @@ class TranslationRun:
         return ()
 
     def served_names(self, meta: FamilyMeta) -> frozenset[str]:
-        """``family_names.served_names``, remembered in the caller's caches when there are any."""
+        """The names a family takes in text, remembered in the caller's caches if any.
+
+        Text, where every snapshot can be answered: a name shared only in OpenMetrics makes
+        the answer text (``exposition.openmetrics_fit``), not a family dropped.
+        """
         if self.caches is None:
-            return served_names(meta.name, meta.type)
+            return wire_names(meta.name, meta.type, Format.TEXT)
         key = (meta.name, meta.type)
         names = self.caches.served_names.get(key)
         if names is None:
-            names = served_names(meta.name, meta.type)
+            names = wire_names(meta.name, meta.type, Format.TEXT)
             self.caches.served_names.put(key, names, len(meta.name) + sum(map(len, names)))
         return names
 
