@@ -15,10 +15,11 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families 
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 
 from helpers.promtool import promtool_check_metrics
+from metricbridge.exposition.openmetrics_fit import Misfit, openmetrics_misfit
 from metricbridge.exposition.reader import read_exposition
 from metricbridge.exposition.semantics import REASONS
 from metricbridge.exposition.writer import write_exposition
-from metricbridge.model.family import Format, Verify
+from metricbridge.model.family import AnyFamily, Family, Format, Verify
 
 OM, TX = Format.OPENMETRICS, Format.TEXT
 
@@ -358,7 +359,7 @@ INVALID = [
     (
         "histogram_count_negative",
         OM,
-        _om("# TYPE h histogram", 'h_bucket{le="+Inf"} 1', "h_count -1", "h_sum 1"),
+        _om("# TYPE h histogram", 'h_bucket{le="+Inf"} -1', "h_count -1", "h_sum 1"),
     ),
     (
         "histogram_bucket_negative",
@@ -374,7 +375,7 @@ INVALID = [
     (
         "gaugehistogram_gcount_negative",
         OM,
-        _om("# TYPE g gaugehistogram", 'g_bucket{le="+Inf"} 1', "g_gcount -1", "g_gsum 1"),
+        _om("# TYPE g gaugehistogram", 'g_bucket{le="+Inf"} -1', "g_gcount -1", "g_gsum 1"),
     ),
     ("summary_sum_negative", OM, _om("# TYPE s summary", "s_count 1", "s_sum -1")),
     ("summary_count_nan", OM, _om("# TYPE s summary", "s_count NaN", "s_sum 1")),
@@ -636,12 +637,12 @@ EXPECTED = {
     ),
     "le_missing": (
         "le_label",
-        "line 2, family h: h_bucket has no le label; le is a number, +Inf as such",
+        "line 2, family h: h_bucket has no le label; le is a number, not NaN",
     ),
-    "le_nan": ("le_label", "line 2, family h: h_bucket has le='NaN'; le is a number, +Inf as such"),
+    "le_nan": ("le_label", "line 2, family h: h_bucket has le='NaN'; le is a number, not NaN"),
     "le_not_a_number": (
         "le_label",
-        "line 2, family h: h_bucket has le='abc'; le is a number, +Inf as such",
+        "line 2, family h: h_bucket has le='abc'; le is a number, not NaN",
     ),
     "quantile_above_one": (
         "quantile_label",
@@ -657,7 +658,7 @@ EXPECTED = {
     ),
     "quantile_missing": (
         "quantile_label",
-        "line 2, family s: s has no quantile label; a quantile is a number in [0, 1]",
+        "line 2, family s: s has no quantile label; a quantile is a number",
     ),
     "quantile_value_negative": (
         "negative_value",
@@ -752,12 +753,54 @@ EXPECTED = {
 }
 
 
+# The invalid cases that Prometheus ingests and the text format carries as they came: read and
+# kept, never refused, and answered in text for the reason OpenMetrics cannot carry them.
+CARRIED = {
+    "counter_nan": Misfit.COUNTER_VALUE,
+    "counter_negative": Misfit.COUNTER_VALUE,
+    "counter_negative_labelled": Misfit.COUNTER_VALUE,
+    "histogram_sum_nan": Misfit.SUM_VALUE,
+    "histogram_sum_negative": Misfit.SUM_VALUE,
+    "histogram_count_negative": Misfit.COUNT_VALUE,
+    "histogram_bucket_negative": Misfit.COUNT_VALUE,
+    "histogram_bucket_nan": Misfit.COUNT_VALUE,
+    "gaugehistogram_gsum_nan": Misfit.SUM_VALUE,
+    "gaugehistogram_gcount_negative": Misfit.COUNT_VALUE,
+    "summary_sum_negative": Misfit.SUM_VALUE,
+    "summary_count_nan": Misfit.COUNT_VALUE,
+    "sum_with_negative_buckets": Misfit.SUM_VALUE,
+    "negative_gsum_without_negative_buckets": Misfit.SUM_VALUE,
+    "bucket_not_integer": Misfit.COUNT_VALUE,
+    "count_not_integer": Misfit.COUNT_VALUE,
+    "inf_bucket_value": Misfit.COUNT_VALUE,
+    "le_spelled_INF": Misfit.LE_LABEL,
+    "le_spelled_inf": Misfit.LE_LABEL,
+    "quantile_above_one": Misfit.QUANTILE_LABEL,
+    "quantile_below_zero": Misfit.QUANTILE_LABEL,
+    "quantile_nan": Misfit.QUANTILE_LABEL,
+    "quantile_value_negative": Misfit.QUANTILE_VALUE,
+    "text_counter_negative": Misfit.COUNTER_VALUE,
+    "text_counter_nan": Misfit.COUNTER_NAME,  # `a NaN`: first, a counter not named a_total
+    "text_le_spelled_inf": Misfit.LE_LABEL,
+    "text_timestamps_go_back": Misfit.TIMESTAMPS,
+}
+REFUSED = [case for case in INVALID if case[0] not in CARRIED]
+
+
 def _params(cases: list[tuple[str, Format, bytes]]) -> list[object]:
     return [pytest.param(fmt, payload, id=name) for name, fmt, payload in cases]
 
 
 def _invalid_params() -> list[object]:
-    return [pytest.param(fmt, payload, *EXPECTED[name], id=name) for name, fmt, payload in INVALID]
+    return [pytest.param(fmt, payload, *EXPECTED[name], id=name) for name, fmt, payload in REFUSED]
+
+
+def _carried_params() -> list[object]:
+    return [
+        pytest.param(fmt, payload, CARRIED[name], id=name)
+        for name, fmt, payload in INVALID
+        if name in CARRIED
+    ]
 
 
 @pytest.mark.parametrize("verify", list(Verify))
@@ -804,3 +847,36 @@ def test_a_refused_family_leaves_the_rest_served(
     assert len(exposition.problems) == 1
     assert "zz_after" in {family.name for family in exposition.families}
     list(parse_om(write_exposition(exposition.families, Format.OPENMETRICS).decode()))
+
+
+@pytest.mark.parametrize("verify", list(Verify))
+@pytest.mark.parametrize(("fmt", "payload", "misfit"), _carried_params())
+def test_what_only_the_text_format_carries_is_kept_whole_for_a_text_answer(
+    fmt: Format, payload: bytes, misfit: Misfit, verify: Verify
+) -> None:
+    """Prometheus ingests it from the engine: the bridge keeps every sample as it came, and
+    knows the answer must be text (OpenMetrics readers refuse it)."""
+    exposition = read_exposition(payload, fmt, verify)
+    assert exposition.problems == []
+    assert openmetrics_misfit(exposition.families) is misfit
+    text = write_exposition(exposition.families, Format.TEXT)
+    list(parse_text(text.decode()))
+    again = read_exposition(text, Format.TEXT, Verify.FULL)
+    assert again.problems == []
+
+    came = read_exposition(payload, fmt, Verify.FULL)  # every family parsed
+    assert _samples(again.families) == _samples(came.families)
+    if verify is Verify.FULL:
+        promtool_check_metrics(text)
+
+
+def _samples(families: list[AnyFamily]) -> str:
+    """Every sample's name, labels, value and timestamp, NaN equal to NaN (by its repr)."""
+    return repr(
+        [
+            (s.name, s.labels, s.value, s.timestamp)
+            for family in families
+            if isinstance(family, Family)
+            for s in family.samples
+        ]
+    )

@@ -10,13 +10,18 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_om
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 
 from helpers.paths import FIXTURES
 from helpers.promtool import promtool_check_metrics
+from helpers.strength import examples
 from metricbridge.config.load import load_config
 from metricbridge.exposition.openmetrics_fit import Misfit, openmetrics_misfit
+from metricbridge.exposition.reader import read_exposition
+from metricbridge.exposition.semantics import breaches
 from metricbridge.exposition.writer import write_exposition
 from metricbridge.model.family import (
     AnyFamily,
@@ -26,6 +31,7 @@ from metricbridge.model.family import (
     MetricType,
     RawFamily,
     Sample,
+    Verify,
 )
 from metricbridge.translation.compiler import compile_rules
 from metricbridge.translation.pipeline import run_pipeline
@@ -90,6 +96,43 @@ MISFITS: dict[str, tuple[Misfit, list[AnyFamily]]] = {
     "sum beside a negative bucket": (Misfit.SUM_VALUE, [histogram(le="-1")]),
     "negative summary sum": (Misfit.SUM_VALUE, [summary(sum_="-2")]),
     "negative quantile": (Misfit.QUANTILE_VALUE, [summary(quantile="-1")]),
+    "quantile above one": (
+        Misfit.QUANTILE_LABEL,
+        [fam("temp", S, ("temp", {"quantile": "1.5"}, "1"), ("temp_count", {}, "1"))],
+    ),
+    "NaN quantile": (
+        Misfit.QUANTILE_LABEL,
+        [fam("temp", S, ("temp", {"quantile": "NaN"}, "1"), ("temp_count", {}, "1"))],
+    ),
+    "+Inf spelled +INF": (
+        Misfit.LE_LABEL,
+        [fam("lat", H, ("lat_bucket", {"le": "+INF"}, "2"), ("lat_count", {}, "2"))],
+    ),
+    "NaN gauge histogram sum": (
+        Misfit.SUM_VALUE,
+        [
+            fam(
+                "q",
+                MetricType.GAUGEHISTOGRAM,
+                ("q_bucket", {"le": "+Inf"}, "2"),
+                ("q_gcount", {}, "2"),
+                ("q_gsum", {}, "NaN"),
+            )
+        ],
+    ),
+    "negative gauge histogram sum without a negative bucket": (
+        Misfit.SUM_VALUE,
+        [
+            fam(
+                "q",
+                MetricType.GAUGEHISTOGRAM,
+                ("q_bucket", {"le": "1"}, "1"),
+                ("q_bucket", {"le": "+Inf"}, "2"),
+                ("q_gcount", {}, "2"),
+                ("q_gsum", {}, "-4"),
+            )
+        ],
+    ),
     "a series with and without a timestamp": (
         Misfit.TIMESTAMPS,
         [stamped("temp", ({"a": "1"}, "1", None), ({"a": "1"}, "2", 5.0))],
@@ -182,3 +225,57 @@ def test_sglang_payloads_translated_fit(fixture: str) -> None:
     rules = compile_rules(load_config())
     outcome = run_pipeline((FIXTURES / fixture).read_bytes(), Format.TEXT, rules)
     assert openmetrics_misfit(outcome.translation.families) is None
+
+
+_VALUES = st.sampled_from(["0", "1", "2", "3", "0.5", "-1", "NaN", "+Inf", "-Inf", "1e3"])
+_BOUNDS = st.sampled_from(["-1", "0", "0.5", "1", "2.5", "+Inf", "+INF", "inf", "1.5", "NaN"])
+_KINDS = st.sampled_from(["counter", "histogram", "gaugehistogram", "summary"])
+
+
+@st.composite
+def _family_text(draw: st.DrawFn) -> tuple[str, Format]:
+    """One family of each kind, with values and bounds drawn from the ones the rules are about."""
+    kind = draw(_KINDS)
+    lines = [f"# TYPE f {kind}"]
+    for series in range(draw(st.integers(1, 2))):
+        labels = f'a="{series}"'
+        if kind == "counter":
+            lines.append(f"f_total{{{labels}}} {draw(_VALUES)}")
+            continue
+        if kind == "summary":
+            quantiles = draw(st.lists(st.tuples(_BOUNDS, _VALUES), max_size=2))
+            lines += [f'f{{{labels},quantile="{q}"}} {value}' for q, value in quantiles]
+            lines += [f"f_sum{{{labels}}} {draw(_VALUES)}", f"f_count{{{labels}}} {draw(_VALUES)}"]
+            continue
+        bounds = [*draw(st.lists(_BOUNDS, max_size=3)), "+Inf"]
+        for bound in bounds:
+            lines.append(f'f_bucket{{{labels},le="{bound}"}} {draw(_VALUES)}')
+        count, total = ("_gcount", "_gsum") if kind == "gaugehistogram" else ("_count", "_sum")
+        lines += [f"f{count}{{{labels}}} {draw(_VALUES)}", f"f{total}{{{labels}}} {draw(_VALUES)}"]
+    fmt = Format.TEXT if kind != "gaugehistogram" and draw(st.booleans()) else Format.OPENMETRICS
+    return "\n".join(lines) + ("\n# EOF\n" if fmt is Format.OPENMETRICS else "\n"), fmt
+
+
+@settings(deadline=None, max_examples=examples(400, 100))
+@given(case=_family_text())
+def test_what_the_reader_keeps_is_valid_in_the_format_it_is_answered_in(
+    case: tuple[str, Format],
+) -> None:
+    """Kept families are valid in text always, in OpenMetrics whenever no misfit is named; and
+    every breach the reader lets through (carried) is named a misfit."""
+    payload, fmt = case
+    exposition = read_exposition(payload.encode(), fmt, Verify.FULL)
+    families = exposition.families
+    list(parse_text(write_exposition(families, Format.TEXT).decode()))
+    misfit = openmetrics_misfit(families)
+    if misfit is None:
+        list(parse_om(write_exposition(families, Format.OPENMETRICS).decode()))
+    carried = [
+        breach
+        for family in families
+        if isinstance(family, Family)
+        for breach in breaches(family, Format.OPENMETRICS)
+        if breach.carried
+    ]
+    if carried:
+        assert misfit is not None, carried

@@ -23,11 +23,20 @@ from helpers.paths import OM_FIXTURES, TEXT_FIXTURES
 from helpers.promtool import promtool_check_metrics
 from metricbridge.exposition import layout_walk, line_match, raw_rules
 from metricbridge.exposition.caches import CodecCaches
+from metricbridge.exposition.openmetrics_fit import Misfit, openmetrics_misfit
 from metricbridge.exposition.raw_rules import CHECKED_TYPES, BlockSplit, Layout, values_agree
 from metricbridge.exposition.reader import read_exposition
 from metricbridge.exposition.semantics import screen_raw
 from metricbridge.exposition.writer import write_exposition
-from metricbridge.model.family import AnyFamily, FamilyMeta, Format, MetricType, RawFamily, Verify
+from metricbridge.model.family import (
+    AnyFamily,
+    Family,
+    FamilyMeta,
+    Format,
+    MetricType,
+    RawFamily,
+    Verify,
+)
 
 HISTOGRAM = b"""\
 h_bucket{a="1",le="0.5"} 1
@@ -83,8 +92,8 @@ CASES = {
     "bucket_not_integer": ("histogram", b'le="0.5"} 1', b'le="0.5"} 1.5', "non_integer_count"),
     "count_not_integer": (
         "histogram",
-        b'h_count{a="1"} 2',
-        b'h_count{a="1"} 2.0e-1',
+        b'le="+Inf"} 2\nh_count{a="1"} 2',
+        b'le="+Inf"} 2.5e0\nh_count{a="1"} 2.5e0',
         "non_integer_count",
     ),
     "sum_with_negative_buckets": (
@@ -109,6 +118,20 @@ CASES = {
 }
 
 
+# The cases whose breach the text format carries and Prometheus ingests: the family is kept,
+# parsed, for a text answer (exposition.openmetrics_fit), by either validation.
+CARRIED = {
+    "le_spelled_inf": Misfit.LE_LABEL,
+    "bucket_not_integer": Misfit.COUNT_VALUE,
+    "count_not_integer": Misfit.COUNT_VALUE,
+    "summary_count_not_integer": Misfit.COUNT_VALUE,
+    "sum_with_negative_buckets": Misfit.SUM_VALUE,
+    "quantile_above_one": Misfit.QUANTILE_LABEL,
+    "quantile_below_zero": Misfit.QUANTILE_LABEL,
+    "quantile_nan": Misfit.QUANTILE_LABEL,
+}
+
+
 def _payload(kind: str, block: bytes, fmt: Format) -> bytes:
     name = b"h" if kind == "histogram" else b"s"
     head = b"# HELP " + name + b" help\n# TYPE " + name + b" " + kind.encode() + b"\n"
@@ -116,10 +139,11 @@ def _payload(kind: str, block: bytes, fmt: Format) -> bytes:
     return head + block + tail + (b"# EOF\n" if fmt is Format.OPENMETRICS else b"")
 
 
-def _served_valid(families: list[object], fmt: Format) -> None:
-    om = write_exposition(families, Format.OPENMETRICS)  # type: ignore[arg-type]
-    text = write_exposition(families, Format.TEXT)  # type: ignore[arg-type]
-    list(parse_om(om.decode()))
+def _served_valid(families: list[AnyFamily], fmt: Format) -> None:
+    """Valid in each format the service would answer in: text always, OpenMetrics if it fits."""
+    if openmetrics_misfit(families) is None:
+        list(parse_om(write_exposition(families, Format.OPENMETRICS).decode()))
+    text = write_exposition(families, Format.TEXT)
     list(parse_text(text.decode()))
     promtool_check_metrics(text)
     del fmt
@@ -140,9 +164,10 @@ def test_the_valid_block_is_served_unparsed(kind: str, fmt: Format) -> None:
 @pytest.mark.parametrize("warm", [False, True], ids=["cold", "warm"])
 @pytest.mark.parametrize("fmt", list(Format))
 @pytest.mark.parametrize(("kind", "old", "new", "reason"), CASES.values(), ids=list(CASES))
-def test_a_broken_rule_is_refused_as_full_validation_refuses_it(  # noqa: PLR0913, PLR0917 - the table's columns
+def test_a_broken_rule_is_judged_as_full_validation_judges_it(  # noqa: PLR0913, PLR0917 - the table's columns
     kind: str, old: bytes, new: bytes, reason: str, fmt: Format, warm: bool
 ) -> None:
+    """Refused with the same problem, or, where the text format carries it, kept as parsed."""
     valid = HISTOGRAM if kind == "histogram" else SUMMARY
     assert old in valid
     payload = _payload(kind, valid.replace(old, new, 1), fmt)
@@ -157,10 +182,23 @@ def test_a_broken_rule_is_refused_as_full_validation_refuses_it(  # noqa: PLR091
     if reason == "interleaved_series":
         assert found == []  # Prometheus reads it in either format: the series are regrouped
         assert names == ["h", "z"]
+    elif reason in {CASES[name][3] for name in CARRIED} and _carried(kind, old, new):
+        assert found == []
+        assert names == [kind[0], "z"]
+        assert not isinstance(default.families[0], RawFamily)  # its values are looked at
+        assert openmetrics_misfit(default.families) is CARRIED[_carried(kind, old, new)]
     else:
         assert [p.reason for p in default.problems] == [reason]
         assert names == ["z"]
     _served_valid(default.families, fmt)
+
+
+def _carried(kind: str, old: bytes, new: bytes) -> str:
+    """The name of the carried case with these columns, or ''."""
+    for name in CARRIED:
+        if CASES[name][:3] == (kind, old, new):
+            return name
+    return ""
 
 
 # Series appended after the heads laid out on an earlier scrape: only the tail is laid out, and
@@ -345,8 +383,11 @@ def test_bodies_are_searched_for_a_signed_value_only_when_the_reader_saw_one(
     forced_families, forced_problems, _ = _read_signed(payload, fmt, monkeypatch, force=True)
     assert write_exposition(families, fmt) == write_exposition(forced_families, fmt)
     assert problems == forced_problems
-    if payload is SIGNED_IN_A_COUNTER:
-        assert [p for p in problems if "c_total" in p], problems  # refused, whichever way
+    if payload is SIGNED_IN_A_COUNTER:  # kept whichever way: parsed, for a text answer
+        assert problems == []
+        counter = next(f for f in families if f.meta.type is MetricType.COUNTER)
+        assert isinstance(counter, Family)
+        assert openmetrics_misfit(families) is Misfit.COUNTER_VALUE
 
 
 def test_a_layout_holds_its_own_list_of_the_proven_heads() -> None:

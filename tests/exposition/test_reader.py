@@ -80,7 +80,7 @@ PER_FAMILY = [
     ),
     pytest.param(
         b"# TYPE g gauge\ng 1 1.5\n",
-        "line 2, family g: invalid timestamp '1.5': text format wants integer milliseconds",
+        "line 2, family g: invalid timestamp '1.5': the text format wants milliseconds in digits",
         id="fractional_text_timestamp",
     ),
     pytest.param(

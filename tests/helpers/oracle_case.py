@@ -42,8 +42,10 @@ class OracleCase:
 # Families Prometheus reads in text that OpenMetrics, which the bridge answers Prometheus in,
 # cannot carry: they pass once the bridge answers such a scrape in text (the format fallback).
 INFO_NAME = "OpenMetrics names an info sample NAME_info: needs the format fallback to carry it"
-QUANTILE = "OpenMetrics wants a quantile in [0, 1]: needs the format fallback"
-OM_VALUES = "OpenMetrics forbids this value in a counter-like sample: needs the format fallback"
+SUM_WITHOUT_COUNT = (
+    "a histogram point with _count but no _sum: the bridge refuses it (sum_without_count), "
+    "Prometheus does not check"
+)
 
 
 def text_case(

@@ -35,24 +35,26 @@ async def test_a_repeated_bad_family_is_logged_at_warning_once_then_at_debug(
 async def test_a_family_breaking_its_type_is_counted_by_reason_and_logged_once(
     aiohttp_server, aiohttp_client, caplog
 ) -> None:
-    """A negative counter is dropped, counted as negative_value, and logged at warning once for
-    its family and reason, though its value (and so the message) changes every fetch."""
+    """A histogram whose count is not its +Inf bucket is dropped, counted as count_mismatch,
+    and logged at warning once for its family and reason, though its count (and so the
+    message) changes every fetch."""
     upstream = FakeUpstream(body=b"")
     server = await aiohttp_server(upstream.app())
     client = await aiohttp_client(bridge_app(str(server.make_url("/metrics"))))
     with caplog.at_level(logging.DEBUG, logger="metricbridge.bridge"):
         for value in (1, 2, 3):
             upstream.body = (
-                b"# TYPE sglang:good gauge\nsglang:good 1\n# TYPE sglang:bad_total counter\n"
-                + f'sglang:bad_total{{a="x"}} -{value}\n'.encode()
+                b"# TYPE sglang:good gauge\nsglang:good 1\n# TYPE sglang:bad histogram\n"
+                b'sglang:bad_bucket{a="x",le="+Inf"} 0\n'
+                + f'sglang:bad_count{{a="x"}} {value}\nsglang:bad_sum{{a="x"}} 0\n'.encode()
             )
             text = await (await client.get("/metrics")).text()
     dropped = [r for r in caplog.records if "dropped a family" in r.getMessage()]
     assert [r.levelno for r in dropped] == [logging.WARNING, logging.DEBUG, logging.DEBUG]
-    assert "sglang:bad_total is -3; it cannot be negative" in dropped[-1].getMessage()
-    assert 'metricbridge_exposition_problems_total{reason="negative_value"} 3.0' in text
+    assert "_count is 3.0, the +Inf bucket 0.0" in dropped[-1].getMessage()
+    assert 'metricbridge_exposition_problems_total{reason="count_mismatch"} 3.0' in text
     assert "sglang:good 1" in text
-    assert "sglang:bad_total{" not in text
+    assert "sglang:bad_bucket{" not in text
 
 
 async def test_untrusted_text_is_quoted_short_in_logs_and_contract(

@@ -61,6 +61,47 @@ async def test_a_family_openmetrics_cannot_carry_gets_text(aiohttp_server, aioht
         assert _sample(text, "metricbridge_scrapes_total", format="text") == scrape
 
 
+# Values Prometheus ingests from the engine in either format and OpenMetrics forbids: each
+# labelled, as the fast path would serve them unparsed if it did not look at their values.
+VALUES_ONLY_TEXT_CARRIES = {
+    "counter_value": b'# TYPE errs_total counter\nerrs_total{a="1"} NaN\nerrs_total{a="2"} -1\n',
+    "count_value": (
+        b'# TYPE lat histogram\nlat_bucket{a="1",le="1"} 0.5\n'
+        b'lat_bucket{a="1",le="+Inf"} 1.5\nlat_count{a="1"} 1.5\nlat_sum{a="1"} 2\n'
+    ),
+    "sum_value": (
+        b'# TYPE lat histogram\nlat_bucket{a="1",le="+Inf"} 1\n'
+        b'lat_count{a="1"} 1\nlat_sum{a="1"} -2\n'
+    ),
+    "quantile_value": b'# TYPE t summary\nt{a="1",quantile="0.5"} -4\nt_count{a="1"} 1\nt_sum{a="1"} 1\n',
+    "quantile_label": b'# TYPE t summary\nt{a="1",quantile="2"} 4\nt_count{a="1"} 1\nt_sum{a="1"} 1\n',
+    "le_label": b'# TYPE lat histogram\nlat_bucket{a="1",le="+INF"} 1\nlat_count{a="1"} 1\nlat_sum{a="1"} 2\n',
+}
+
+
+@pytest.mark.parametrize("reason", list(VALUES_ONLY_TEXT_CARRIES))
+async def test_values_only_text_carries_are_served_whole_in_text(
+    aiohttp_server, aiohttp_client, reason: str
+) -> None:
+    """Never dropped, as a direct scrape of the engine keeps them: the answer is text."""
+    family = VALUES_ONLY_TEXT_CARRIES[reason]
+    body = (FIXTURES / "tp1.prom").read_bytes() + family
+    client = await _client(aiohttp_server, aiohttp_client, body)
+    response = await client.get("/metrics", headers={"Accept": PROM3_ACCEPT})
+    assert response.headers["Content-Type"] == f"{TEXT}; escaping=allow-utf-8"
+    served = await response.read()
+    promtool_check_metrics(served)
+    text = served.decode()
+    for line in family.splitlines():
+        if not line.startswith(b"#"):
+            assert line + b"\n" in served  # as the engine wrote it
+    assert _sample(text, "metricbridge_format_fallbacks_total", reason=reason) == 1
+    assert _sample(text, "metricbridge_exposition_problems_total", reason="negative_value") in (
+        None,
+        0,
+    )
+
+
 async def test_the_fallback_holds_gzipped_and_for_plain_scrapes(
     aiohttp_server, aiohttp_client
 ) -> None:
@@ -123,3 +164,41 @@ async def test_name_filter_follows_the_snapshots_format(aiohttp_server, aiohttp_
     body = await response.read()
     promtool_check_metrics(body)
     assert [f.name for f in parse_text(body.decode())] == ["jobs"]
+
+
+async def test_a_family_stamped_before_1970_is_dropped_from_a_text_answer(
+    aiohttp_server, aiohttp_client, caplog
+) -> None:
+    """OpenMetrics carries a negative timestamp, Prometheus' text parser refuses the scrape over
+    it; beside a NaN counter, which only text carries, no format carries both: it goes,
+    counted and logged, and the rest is served."""
+    body = (
+        b"# TYPE old gauge\nold 1 -5\n# TYPE errs counter\nerrs_total NaN\n"
+        b"# TYPE ok gauge\nok 2\n# EOF\n"
+    )
+    engine = FakeUpstream(body=body, content_type="application/openmetrics-text; version=1.0.0")
+    upstream = await aiohttp_server(engine.app())
+    client = await aiohttp_client(bridge_app(str(upstream.make_url("/metrics"))))
+    response = await client.get("/metrics", headers={"Accept": PROM3_ACCEPT})
+    assert response.headers["Content-Type"] == f"{TEXT}; escaping=allow-utf-8"
+    served = await response.read()
+    promtool_check_metrics(served)
+    assert b"errs_total NaN\n" in served
+    assert b"ok 2\n" in served
+    assert b"\nold " not in served
+    text = served.decode()
+    assert _sample(text, "metricbridge_samples_dropped_total", reason="timestamp") == 1
+    assert any("before 1970" in r.getMessage() for r in caplog.records)
+
+
+async def test_a_family_stamped_before_1970_is_served_in_openmetrics(
+    aiohttp_server, aiohttp_client
+) -> None:
+    """Alone, it is no misfit: OpenMetrics carries it, as Prometheus reads it."""
+    body = b"# TYPE old gauge\nold 1 -5\n# EOF\n"
+    engine = FakeUpstream(body=body, content_type="application/openmetrics-text; version=1.0.0")
+    upstream = await aiohttp_server(engine.app())
+    client = await aiohttp_client(bridge_app(str(upstream.make_url("/metrics"))))
+    response = await client.get("/metrics", headers={"Accept": PROM3_ACCEPT})
+    assert response.headers["Content-Type"] == f"{OPENMETRICS}; escaping=allow-utf-8"
+    assert b"\nold 1 -5.0\n" in await response.read()

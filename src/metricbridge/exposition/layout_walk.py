@@ -160,7 +160,9 @@ def read_walked(
     if unproven and not values_proven(chain.from_iterable(v for _, v in unproven), caches):
         return None
     scanned = chain.from_iterable(v for mtype, v in unproven if mtype in SCANNED_TYPES)
-    exposition = Exposition(families, [], fmt, headers_seen=True)
+    # As the full read says it: whether any HELP, TYPE or UNIT line came (none in "# EOF" alone).
+    seen = any(segment.header for segment in layout.segments)
+    exposition = Exposition(families, [], fmt, headers_seen=seen)
     return exposition, gathered, any_signed(value_shapes(scanned))
 
 

@@ -18,9 +18,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from dataclasses import dataclass
 from enum import StrEnum
 
-from metricbridge.model.family import TYPE_SUFFIXES, AnyFamily, Family, MetricType, sample_base
+from metricbridge.model.family import (
+    TYPE_SUFFIXES,
+    AnyFamily,
+    Family,
+    MetricType,
+    Sample,
+    sample_base,
+)
+from metricbridge.model.numbers import parse_value
 
 
 class Misfit(StrEnum):
@@ -32,6 +41,8 @@ class Misfit(StrEnum):
     COUNT_VALUE = "count_value"  # a bucket or _count not a whole number, negative or NaN
     SUM_VALUE = "sum_value"  # a _sum negative or NaN, or beside a negative bucket
     QUANTILE_VALUE = "quantile_value"  # a summary quantile's value negative
+    QUANTILE_LABEL = "quantile_label"  # a quantile label outside [0, 1], or NaN
+    LE_LABEL = "le_label"  # an le of +Inf spelled otherwise ("+INF", "inf")
     TIMESTAMPS = "timestamps"  # one metric point's samples mixing or reversing timestamps
 
 
@@ -60,13 +71,30 @@ def openmetrics_misfit(families: Iterable[AnyFamily]) -> Misfit | None:
     return None
 
 
+def before_1970(families: Iterable[AnyFamily]) -> list[Family]:
+    """The families a text answer cannot carry: a sample stamped before 1970.
+
+    OpenMetrics carries a negative timestamp and Prometheus' OpenMetrics parser reads it, but
+    its text parser takes only digits there and refuses the whole scrape over one. Only a
+    parsed family has timestamps (the reader parses every family with one).
+    """
+    return [
+        family
+        for family in families
+        if isinstance(family, Family)
+        and any(s.timestamp is not None and s.timestamp < 0 for s in family.samples)
+    ]
+
+
 def values_misfit(family: Family) -> Misfit | None:
     """Why OpenMetrics forbids one of ``family``'s values, or None.
 
-    prometheus_client's OpenMetrics parser's rules: counter-like samples (``_total``,
+    prometheus_client's OpenMetrics parser's rules, which the reader lets through because the
+    text format carries them (``semantics.Breach.carried``): counter-like samples (``_total``,
     ``_bucket``, ``_count``, ``_gcount``, ``_sum``) neither NaN nor negative, bucket and count
-    values whole numbers, quantile values not negative, no ``_sum`` in a histogram with a
-    negative bucket.
+    values whole numbers, ``_gsum`` not NaN, and negative only beside a negative bucket, no
+    ``_sum`` in a histogram with a negative bucket, quantiles in [0, 1] and their values not
+    negative, +Inf spelled ``+Inf``.
     """
     mtype = family.meta.type
     base = sample_base(family.meta.name, mtype)
@@ -86,22 +114,70 @@ def values_misfit(family: Family) -> Misfit | None:
 def _distribution_misfit(family: Family, base: str) -> Misfit | None:
     """``values_misfit`` for a histogram, gauge histogram or summary."""
     mtype = family.meta.type
-    bucket, counts, sums = base + "_bucket", {base + "_count", base + "_gcount"}, base + "_sum"
-    negative_bucket = has_sum = False
+    checks = {
+        base + "_bucket": _bucket_misfit,
+        base + "_count": _count_misfit,
+        base + "_gcount": _count_misfit,
+        base + "_sum": _sum_misfit,
+        base + "_gsum": _gsum_misfit,
+    }
+    if mtype is MetricType.SUMMARY:
+        checks[base] = _quantile_misfit
+    signs = _Signs()
     for sample in family.samples:
-        name, value = sample.name, sample.value
-        if name == bucket or name in counts:
-            if not _whole(value):
-                return Misfit.COUNT_VALUE
-            negative_bucket = negative_bucket or (name == bucket and _negative_le(sample.labels))
-        elif name == sums:
-            has_sum = True
-            if not value >= 0:
-                return Misfit.SUM_VALUE
-        elif mtype is MetricType.SUMMARY and name == base and value < 0:
-            return Misfit.QUANTILE_VALUE
-    if negative_bucket and has_sum and mtype is MetricType.HISTOGRAM:
+        check = checks.get(sample.name)
+        misfit = check(sample, signs) if check is not None else None
+        if misfit is not None:
+            return misfit
+    if signs.negative_bucket and signs.has_sum and mtype is MetricType.HISTOGRAM:
         return Misfit.SUM_VALUE
+    if signs.negative_gsum and not signs.negative_bucket:
+        return Misfit.SUM_VALUE
+    return None
+
+
+@dataclass(slots=True)
+class _Signs:
+    """What decides whether a family's sums fit beside its buckets, as its samples are read."""
+
+    negative_bucket: bool = False
+    has_sum: bool = False
+    negative_gsum: bool = False
+
+
+def _bucket_misfit(sample: Sample, signs: _Signs) -> Misfit | None:
+    if not _whole(sample.value):
+        return Misfit.COUNT_VALUE
+    le = _bound(sample.labels, "le")
+    if le is None:
+        return None
+    if le[0] == math.inf and le[1] != "+Inf":
+        return Misfit.LE_LABEL
+    signs.negative_bucket = signs.negative_bucket or le[0] < 0
+    return None
+
+
+def _count_misfit(sample: Sample, _signs: _Signs) -> Misfit | None:
+    return None if _whole(sample.value) else Misfit.COUNT_VALUE
+
+
+def _sum_misfit(sample: Sample, signs: _Signs) -> Misfit | None:
+    signs.has_sum = True
+    return None if sample.value >= 0 else Misfit.SUM_VALUE  # NaN fails too
+
+
+def _gsum_misfit(sample: Sample, signs: _Signs) -> Misfit | None:
+    # A gauge histogram's sum is a gauge: negative beside a negative bucket, never NaN.
+    signs.negative_gsum = signs.negative_gsum or sample.value < 0
+    return Misfit.SUM_VALUE if math.isnan(sample.value) else None
+
+
+def _quantile_misfit(sample: Sample, _signs: _Signs) -> Misfit | None:
+    if sample.value < 0:
+        return Misfit.QUANTILE_VALUE
+    quantile = _bound(sample.labels, "quantile")
+    if quantile is not None and not 0 <= quantile[0] <= 1:  # NaN fails too
+        return Misfit.QUANTILE_LABEL
     return None
 
 
@@ -143,6 +219,7 @@ def _timestamps_misfit(family: Family, base: str) -> bool:
     return False
 
 
+_INF = (math.inf, "+Inf")
 _BUCKETED = (MetricType.HISTOGRAM, MetricType.GAUGEHISTOGRAM)
 
 
@@ -151,11 +228,15 @@ def _whole(value: float) -> bool:
     return value >= 0 and math.isfinite(value) and value.is_integer()
 
 
-def _negative_le(labels: tuple[tuple[str, str], ...]) -> bool:
-    for key, value in labels:
-        if key == "le":
-            try:
-                return float(value) < 0
-            except ValueError:
-                return False
-    return False
+def _bound(labels: tuple[tuple[str, str], ...], name: str) -> tuple[float, str] | None:
+    """The number an ``le`` or ``quantile`` label holds, with its text.
+
+    None without one: the reader refused a family whose bound is missing or no number.
+    """
+    for key, text in labels:
+        if key == name:
+            if text == "+Inf":
+                return _INF
+            parsed = parse_value(text)
+            return None if parsed is None else (parsed[0], text)
+    return None

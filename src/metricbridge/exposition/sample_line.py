@@ -20,7 +20,8 @@ from metricbridge.model.numbers import parse_value
 _QUOTED = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
 _SPACE = re.compile(r"[ \t]+")
 _OM_TIMESTAMP = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-_TEXT_TIMESTAMP = re.compile(r"-?[0-9]+")
+# Digits only, as Prometheus' scrape parser takes them (promlex.l); expfmt also reads a sign.
+_TEXT_TIMESTAMP = re.compile(r"[0-9]+")
 NAME_LABEL = "__name__"
 # Prometheus keeps timestamps as int64 milliseconds: the text parser refuses a timestamp outside
 # that range (``strconv.ParseInt(..., 10, 64)``, which fails the whole scrape), and the
@@ -247,7 +248,7 @@ def _parse_timestamp(token: str, fmt: Format) -> float:
     if fmt is Format.TEXT:
         if not _TEXT_TIMESTAMP.fullmatch(token):
             raise LineError(
-                f"invalid timestamp {quoted(token)}: text format wants integer milliseconds"
+                f"invalid timestamp {quoted(token)}: the text format wants milliseconds in digits"
             )
         milliseconds = int(token)
         # The second test: near the bounds, seconds as a float round back to a number past them.

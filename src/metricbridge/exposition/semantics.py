@@ -3,13 +3,18 @@
 The line grammar (``sample_line``) says whether a line can be read; this module says whether a
 family of parsed lines means what its type says, as OpenMetrics 1.0 ("Metric Types") and
 prometheus_client's OpenMetrics parser, which refuses a whole exposition over one breach,
-require. The bridge renders one set of families in both wire formats, and Prometheus asks for
-OpenMetrics first, so every family must pass these rules whatever format it came in; the only
-rules that look at the source format are the UNIT line's (a comment in the text format) and
-grouping, which Prometheus does not require in either format and which ``checked`` restores.
+require.
 
-``first_breach`` is pure: a ``Family`` in, the first rule it breaks out (or None). A breach's
-``reason`` is one of ``REASONS``, a short fixed word for the self-metric's label.
+Prometheus' own parsers check none of these rules: it ingests a NaN counter or a fractional
+bucket from the engine, in either format. So a breach the text format can carry (``Breach.
+carried``: a value OpenMetrics forbids, a quantile outside [0, 1], +Inf spelled otherwise, in
+the text format a series mixing timestamps) does not cost the family: ``first_breach`` passes
+over it, and the answer falls back to text (``openmetrics_fit``), which carries it as it came.
+What neither format can carry, or the text format's own readers refuse (``promtool check
+metrics`` wants ``le`` and ``quantile`` to be numbers), is refused, and the family with it.
+
+``first_breach`` is pure: a ``Family`` in, the first rule it breaks that costs it (or None). A
+breach's ``reason`` is one of ``REASONS``, a short fixed word for the self-metric's label.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from dataclasses import dataclass
 from metricbridge.errors import ExpositionError
 from metricbridge.exposition.caches import CodecCaches
 from metricbridge.exposition.family_parse import parse_family
+from metricbridge.exposition.openmetrics_fit import values_misfit
 from metricbridge.exposition.raw_rules import BlockSplit, needs_parse
 from metricbridge.model.family import (
     AnyFamily,
@@ -82,21 +88,28 @@ _COUNTER_LIKE: dict[MetricType, dict[str, tuple[bool, bool]]] = {
 
 @dataclass(frozen=True, slots=True)
 class Breach:
-    """A rule a family breaks: which, where (the sample's index) and how, in words."""
+    """A rule a family breaks: which, where (the sample's index) and how, in words.
+
+    ``carried``: the text format carries the family as it is and Prometheus ingests it, so the
+    family is kept and answered in text; OpenMetrics cannot carry it (``openmetrics_fit``).
+    """
 
     reason: str
     index: int | None  # the sample's, or None for the family's header
     message: str
+    carried: bool = False
 
 
 def first_breach(family: Family, fmt: Format) -> Breach | None:
-    """The first rule ``family`` breaks, or None; ``fmt`` is the format it was read in."""
-    for breach in _breaches(family, fmt):
-        return breach
+    """The first rule ``family`` breaks that costs it, or None; ``fmt``: the format it came in."""
+    for breach in breaches(family, fmt):
+        if not breach.carried:
+            return breach
     return None
 
 
-def _breaches(family: Family, fmt: Format) -> Iterator[Breach]:
+def breaches(family: Family, fmt: Format) -> Iterator[Breach]:
+    """Every rule ``family`` breaks, carried or not, in sample order (but a histogram's points)."""
     meta = family.meta
     base = sample_base(meta.name, meta.type)
     if fmt is Format.OPENMETRICS and meta.unit:
@@ -109,9 +122,8 @@ def _breaches(family: Family, fmt: Format) -> Iterator[Breach]:
     for index, sample in enumerate(samples):
         if plain and sample.exemplar is None:
             continue
-        problem = _sample_breach(sample, sample.name[start:], mtype, base)
-        if problem is not None:
-            yield Breach(problem[0], index, problem[1])
+        for reason, message, carried in _sample_breaches(sample, sample.name[start:], mtype, base):
+            yield Breach(reason, index, message, carried)
     if len(samples) < 2 and mtype not in _BUCKETED:
         return
     groups = [group_of(sample, base, mtype) for sample in samples]
@@ -120,43 +132,61 @@ def _breaches(family: Family, fmt: Format) -> Iterator[Breach]:
         yield from _histogram_points(family, base, groups)
 
 
-def _sample_breach(  # noqa: PLR0911 - one return per rule
+# (reason, message, carried) of a rule one sample breaks on its own.
+_SampleBreach = tuple[str, str, bool]
+
+
+def _sample_breaches(
     sample: Sample, suffix: str, mtype: MetricType, base: str
-) -> tuple[str, str] | None:
-    """A rule one sample breaks on its own, as (reason, message)."""
+) -> Iterator[_SampleBreach]:
+    """The rules one sample breaks on its own, each as (reason, message, carried).
+
+    All of them: a value the text format carries must not hide a breach that is refused (an
+    exemplar on a NaN ``_sum``).
+    """
     if mtype is MetricType.COUNTER and suffix == "":
         suffix = "_total"  # a text-format counter not named *_total: its samples are totals
     rule = _COUNTER_LIKE.get(mtype, {}).get(suffix)
-    if rule is not None:
-        breach = _counter_like_breach(sample, suffix, mtype, rule)
-        if breach is not None:
-            return breach
+    breach = _counter_like_breach(sample, suffix, mtype, rule) if rule is not None else None
+    if breach is not None:
+        yield breach
     if sample.exemplar is not None and not _may_carry_exemplar(mtype, suffix):
         what = suffix or "value"
-        return "exemplar", f"{sample.name} may not carry an exemplar (a {mtype}'s {what})"
+        yield "exemplar", f"{sample.name} may not carry an exemplar (a {mtype}'s {what})", False
     if mtype is MetricType.SUMMARY and suffix == "":
-        return _quantile_breach(sample)
-    if mtype is MetricType.INFO and sample.value != 1:
-        return "info_value", f"{sample.name} is {sample.raw_value}; an info sample is always 1"
-    if mtype is MetricType.STATESET:
-        if sample.value not in (0, 1):
-            return "stateset_value", f"{sample.name} is {sample.raw_value}; a state is 0 or 1"
-        if not any(key == base for key, _ in sample.labels):
-            return "stateset_label", f"{sample.name} has no {base!r} label naming its state"
-    return None
+        breach = _quantile_breach(sample)
+        if breach is not None:
+            yield breach
+    if mtype in (MetricType.INFO, MetricType.STATESET):
+        yield from _state_breaches(sample, mtype, base)
+
+
+def _state_breaches(sample: Sample, mtype: MetricType, base: str) -> Iterator[_SampleBreach]:
+    """The rules of an info's or a stateset's sample, which only OpenMetrics has."""
+    value, shown = sample.value, sample.raw_value
+    if mtype is MetricType.INFO:
+        if value != 1:
+            yield "info_value", f"{sample.name} is {shown}; an info sample is always 1", False
+        return
+    if value not in (0, 1):
+        yield "stateset_value", f"{sample.name} is {shown}; a state is 0 or 1", False
+    if not any(key == base for key, _ in sample.labels):
+        yield "stateset_label", f"{sample.name} has no {base!r} label naming its state", False
 
 
 def _counter_like_breach(
     sample: Sample, suffix: str, mtype: MetricType, rule: tuple[bool, bool]
-) -> tuple[str, str] | None:
+) -> _SampleBreach | None:
+    """A value OpenMetrics forbids in a counter-like sample: the text format carries it."""
     may_be_negative, whole = rule
     value = sample.value
     if math.isnan(value):
-        return "nan_value", f"{sample.name} is NaN; a {mtype}'s {suffix} cannot be NaN"
+        return "nan_value", f"{sample.name} is NaN; a {mtype}'s {suffix} cannot be NaN", True
     if value < 0 and not may_be_negative:
-        return "negative_value", f"{sample.name} is {sample.raw_value}; it cannot be negative"
+        return "negative_value", f"{sample.name} is {sample.raw_value}; it cannot be negative", True
     if whole and not value.is_integer():
-        return "non_integer_count", f"{sample.name} is {sample.raw_value}, not a whole number"
+        message = f"{sample.name} is {sample.raw_value}, not a whole number"
+        return "non_integer_count", message, True
     return None
 
 
@@ -167,16 +197,21 @@ def _may_carry_exemplar(mtype: MetricType, suffix: str) -> bool:
     return mtype in (MetricType.HISTOGRAM, MetricType.GAUGEHISTOGRAM) and suffix == "_bucket"
 
 
-def _quantile_breach(sample: Sample) -> tuple[str, str] | None:
+def _quantile_breach(sample: Sample) -> _SampleBreach | None:
     quantile = _label(sample.labels, "quantile")
     number = _number(quantile) if quantile is not None else None
-    if number is None or math.isnan(number) or not 0 <= number <= 1:
+    if (
+        quantile is None or number is None
+    ):  # promtool check metrics refuses it: the text format cannot carry it
         shown = "no quantile label" if quantile is None else f"quantile={quoted(quantile)}"
-        return "quantile_label", f"{sample.name} has {shown}; a quantile is a number in [0, 1]"
+        return "quantile_label", f"{sample.name} has {shown}; a quantile is a number", False
+    if math.isnan(number) or not 0 <= number <= 1:  # Prometheus stores it as written
+        message = f"{sample.name} has quantile={quoted(quantile)}; a quantile is in [0, 1]"
+        return "quantile_label", message, True
     if sample.value < 0:
-        shown = quoted(str(quantile))  # a number in [0, 1], in as many digits as it came
+        shown = quoted(str(quantile))
         message = f"{sample.name}{{quantile={shown}}} is {sample.raw_value}; it cannot be negative"
-        return "negative_value", message
+        return "negative_value", message, True
     return None
 
 
@@ -224,6 +259,9 @@ def _grouping(family: Family, groups: list[Group], fmt: Format) -> Iterator[Brea
     # beside a timestamped _total (openmetricsparse_test.go's `foo_total 17.0 1520879607.789`
     # then `foo_created 1520872607.123`): it is left out of the timestamp rules.
     created = sample_base(family.meta.name, mtype) + "_created"
+    # Prometheus' text parser takes each sample as it comes, stamped or not, and the text
+    # format carries them so: only an OpenMetrics reader refuses it.
+    text = fmt is Format.TEXT
     seen: set[Group] = set()
     group: Group | None = None
     stamp: float | None = None
@@ -237,10 +275,10 @@ def _grouping(family: Family, groups: list[Group], fmt: Format) -> Iterator[Brea
             seen.add(key)
         elif (sample.timestamp is None) != (stamp is None):
             message = f"{sample.name}: samples of one series with and without timestamps"
-            yield Breach("timestamps", index, message)
+            yield Breach("timestamps", index, message, text)
         elif _goes_back(stamp, sample.timestamp) and mtype is not MetricType.INFO:
             message = f"{sample.name}: timestamps of one series go back"
-            yield Breach("timestamps", index, message)
+            yield Breach("timestamps", index, message, text)
         group, stamp = key, sample.timestamp
 
 
@@ -272,6 +310,14 @@ class _Point:
     negative_buckets: bool = False
     negative_gsum: bool = False
 
+    def take(self, suffix: str, value: float) -> None:
+        """A sample of the point other than a bucket."""
+        if suffix in ("_count", "_gcount"):
+            self.count = value
+        elif suffix in ("_sum", "_gsum"):
+            self.has_sum = True
+            self.negative_gsum = suffix == "_gsum" and value < 0
+
 
 def _histogram_points(family: Family, base: str, groups: list[Group]) -> Iterator[Breach]:
     """Bucket order, cumulativity, +Inf, and _count/_sum agreement, point by point."""
@@ -289,36 +335,37 @@ def _histogram_points(family: Family, base: str, groups: list[Group]) -> Iterato
             point, key = _Point(index), this
         assert point is not None  # noqa: S101 - set on the first sample
         if suffix == "_bucket":
-            breach = _bucket(point, sample, index)
-            if breach is not None:
+            for breach in _bucket(point, sample, index):
                 yield breach
-                return
-        elif suffix in ("_count", "_gcount"):
-            point.count = sample.value
-        elif suffix in ("_sum", "_gsum"):
-            point.has_sum = True
-            point.negative_gsum = suffix == "_gsum" and sample.value < 0
+                if not breach.carried:
+                    return  # the point's later checks would only repeat it
+        else:
+            point.take(suffix, sample.value)
     if point is not None:
         yield from _close_point(point, family)
 
 
-def _bucket(point: _Point, sample: Sample, index: int) -> Breach | None:
+def _bucket(point: _Point, sample: Sample, index: int) -> Iterator[Breach]:
     le = _label(sample.labels, "le")
     bound = _number(le) if le is not None else None
-    if le is None or bound is None or math.isnan(bound) or (bound == math.inf and le != "+Inf"):
+    if le is None or bound is None or math.isnan(bound):
         shown = "no le label" if le is None else f"le={quoted(le)}"
-        return Breach("le_label", index, f"{sample.name} has {shown}; le is a number, +Inf as such")
+        yield Breach("le_label", index, f"{sample.name} has {shown}; le is a number, not NaN")
+        return
+    if bound == math.inf and le != "+Inf":  # Prometheus stores le as it is written
+        message = f"{sample.name} has le={quoted(le)}; OpenMetrics spells it +Inf"
+        yield Breach("le_label", index, message, carried=True)
     if point.last_le is not None and bound <= point.last_le:
-        return Breach(
-            "bucket_order", index, f"{sample.name}: le={quoted(le)} after a bucket as large"
-        )
-    if sample.value < point.last_value:
-        return Breach(
-            "not_cumulative", index, f"{sample.name}{{le={quoted(le)}}} is below the bucket before"
-        )
+        message = f"{sample.name}: le={quoted(le)} after a bucket as large"
+        yield Breach("bucket_order", index, message)
+        return
+    # The first bucket has none before it: below zero, it breaks negative_value (carried).
+    if point.last_le is not None and sample.value < point.last_value:
+        message = f"{sample.name}{{le={quoted(le)}}} is below the bucket before"
+        yield Breach("not_cumulative", index, message)
+        return
     point.last_le, point.last_value = bound, sample.value
     point.negative_buckets |= bound < 0
-    return None
 
 
 def _close_point(point: _Point, family: Family) -> Iterator[Breach]:
@@ -327,7 +374,7 @@ def _close_point(point: _Point, family: Family) -> Iterator[Breach]:
     count, total = ("_gcount", "_gsum") if gauge else ("_count", "_sum")
     if point.last_le != math.inf:
         yield Breach("missing_inf_bucket", index, 'a histogram point without its le="+Inf" bucket')
-    elif point.count is not None and point.count != point.last_value:
+    elif point.count is not None and _differ(point.count, point.last_value):
         message = (
             f"{count} is {point.count!r}, the +Inf bucket {point.last_value!r}; they must agree"
         )
@@ -339,10 +386,18 @@ def _close_point(point: _Point, family: Family) -> Iterator[Breach]:
         )
     elif not gauge and point.has_sum and point.negative_buckets:
         message = "_sum beside buckets below zero (the sum is then no counter)"
-        yield Breach("sum_with_negative_buckets", index, message)
+        yield Breach("sum_with_negative_buckets", index, message, carried=True)
     elif gauge and point.negative_gsum and not point.negative_buckets:
         message = "_gsum below zero without a bucket below zero"
-        yield Breach("sum_with_negative_buckets", index, message)
+        yield Breach("sum_with_negative_buckets", index, message, carried=True)
+
+
+def _differ(count: float, inf_bucket: float) -> bool:
+    """Whether a point's count and +Inf bucket disagree.
+
+    A NaN in either is a value breach of its own (carried), not a disagreement.
+    """
+    return count != inf_bucket and not (math.isnan(count) or math.isnan(inf_bucket))
 
 
 # --- where the rules are applied -------------------------------------------------------------
@@ -430,8 +485,14 @@ def _screened(
         parsed = parse_family(family, caches=caches)
         lines = range(family.first_line, family.first_line + len(parsed.samples))
         served, problem = checked(meta, parsed.samples, lines, fmt, declared)
-        if served is not None and served.samples == parsed.samples:
+        if (
+            served is not None
+            and served.samples == parsed.samples
+            and values_misfit(served) is None
+        ):
             return family, None  # the bytes as they came are what a parse would write
+        # Else served parsed: regrouped, or with values that only the text format carries,
+        # which openmetrics_misfit looks for in parsed families alone.
         return served, problem
     if not (meta.unit and fmt is Format.OPENMETRICS):
         return family, None

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from metricbridge.errors import ExpositionError, UpstreamError
 from metricbridge.exposition.caches import CodecCaches
-from metricbridge.exposition.openmetrics_fit import Misfit, openmetrics_misfit
+from metricbridge.exposition.openmetrics_fit import Misfit, before_1970, openmetrics_misfit
 from metricbridge.exposition.reader import Exposition
 from metricbridge.exposition.scrape_memory import ScrapeMemory
 from metricbridge.model.family import Body, Format
@@ -98,6 +98,8 @@ def translate_wave(  # noqa: PLR0913, PLR0917 - what one translation takes, hand
             relabel_cache=relabel_cache,
         )
     misfit = openmetrics_misfit(outcome.translation.families) if outcome is not None else None
+    if outcome is not None and misfit is not None:
+        outcome = _fit_for_text(outcome)
     seconds = time.perf_counter() - started
     part = None
     if outcome is not None and render is not None:
@@ -106,6 +108,36 @@ def translate_wave(  # noqa: PLR0913, PLR0917 - what one translation takes, hand
         families = outcome.translation.families
         part = render_part(families, fmt, compressed=compressed, level=level, caches=caches)
     return Work(reads, outcome, seconds, part, misfit)
+
+
+def _fit_for_text(outcome: Outcome) -> Outcome:
+    """The outcome without what no answer can carry once it must be text.
+
+    A family stamped before 1970 beside one that OpenMetrics cannot carry: neither format
+    carries both, so it is dropped, counted (``samples_dropped_total{reason="timestamp"}``) and
+    logged, and the rest is served.
+    """
+    translation = outcome.translation
+    gone = before_1970(translation.families)
+    if not gone:
+        return outcome
+    ids = {id(family) for family in gone}
+    stats = dataclasses.replace(translation.stats, dropped=translation.stats.dropped.copy())
+    stats.dropped["timestamp"] += sum(len(family.samples) for family in gone)
+    problems = tuple(
+        ExpositionError(
+            "a timestamp before 1970, which the text format cannot carry, in an answer that "
+            "must be text (OpenMetrics cannot carry another family)",
+            family=family.name,
+            reason="timestamps",
+        )
+        for family in gone
+    )
+    kept = tuple(family for family in translation.families if id(family) not in ids)
+    translation = dataclasses.replace(
+        translation, families=kept, stats=stats, problems=translation.problems + problems
+    )
+    return dataclasses.replace(outcome, translation=translation)
 
 
 def read_one(
