@@ -72,7 +72,7 @@ class ExpositionError(MetricbridgeError):
     """An exposition could not be read; ``line`` is 1-based, ``family`` set when known.
 
     ``reason`` is a short fixed word for a self-metric's label: ``malformed`` for anything the
-    grammar refuses, else the semantic rule broken (``exposition.semantics.REASONS``).
+    grammar refuses, else the semantic rule broken (``exposition.breach.REASONS``).
     ``family_kept``: only a line was left out and the family is served all the same (a series
     repeated at one timestamp, of which Prometheus too keeps the first sample).
     """

@@ -169,15 +169,18 @@ def test_unusable_snapshot_exit_2(capsys, tmp_path: Path):
 
 
 def test_a_family_breaking_its_type_is_dropped_with_a_warning(capsys, tmp_path: Path):
-    """A histogram whose count is not its +Inf bucket drops that family, as the service does
+    """A histogram bucket whose le is no number drops that family, as the service does
     (exposition.semantics)."""
     bad = tmp_path / "bad.om.txt"
-    bad.write_bytes(b'# TYPE h histogram\nh_bucket{le="+Inf"} 1\nh_count 2\nh_sum 1\n# EOF\n')
+    bad.write_bytes(
+        b'# TYPE h histogram\nh_bucket{le="x"} 1\nh_bucket{le="+Inf"} 1\nh_count 1\n'
+        b"h_sum 1\n# EOF\n"
+    )
     run = run_cli(capsys, "contract", "--snapshot", bad)
     assert run.code == 0
     assert run.err == (
-        f"warning: {bad}: dropped a family: line 2, family h: _count is 2.0, the +Inf bucket "
-        "1.0; they must agree\n"
+        f"warning: {bad}: dropped a family: line 2, family h: h_bucket has le='x'; le is a "
+        "number, not NaN\n"
     )
 
 

@@ -15,11 +15,11 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families 
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 
 from helpers.promtool import promtool_check_metrics
+from metricbridge.exposition.breach import REASONS
 from metricbridge.exposition.openmetrics_fit import Misfit, openmetrics_misfit
 from metricbridge.exposition.reader import read_exposition
-from metricbridge.exposition.semantics import REASONS
 from metricbridge.exposition.writer import write_exposition
-from metricbridge.model.family import AnyFamily, Family, Format, Verify
+from metricbridge.model.family import AnyFamily, Family, Format, MetricType, Verify
 
 OM, TX = Format.OPENMETRICS, Format.TEXT
 
@@ -579,34 +579,6 @@ EXPECTED = {
         "nan_value",
         "line 2, family s: s_count is NaN; a summary's _count cannot be NaN",
     ),
-    "buckets_out_of_order": (
-        "bucket_order",
-        "line 3, family h: h_bucket: le='1' after a bucket as large",
-    ),
-    "bucket_repeated_le": (
-        "bucket_order",
-        "line 3, family h: h_bucket: le='1.0' after a bucket as large",
-    ),
-    "buckets_not_cumulative": (
-        "not_cumulative",
-        "line 3, family h: h_bucket{le='+Inf'} is below the bucket before",
-    ),
-    "missing_inf_bucket": (
-        "missing_inf_bucket",
-        'line 2, family h: a histogram point without its le="+Inf" bucket',
-    ),
-    "count_differs_from_inf_bucket": (
-        "count_mismatch",
-        "line 2, family h: _count is 3.0, the +Inf bucket 2.0; they must agree",
-    ),
-    "sum_without_count": (
-        "sum_without_count",
-        "line 2, family h: a histogram point with _sum but no _count",
-    ),
-    "count_without_sum": (
-        "sum_without_count",
-        "line 2, family h: a histogram point with _count but no _sum",
-    ),
     "sum_with_negative_buckets": (
         "sum_with_negative_buckets",
         "line 2, family h: _sum beside buckets below zero (the sum is then no counter)",
@@ -696,8 +668,11 @@ EXPECTED = {
         "line 4, family h: h_sum may not carry an exemplar (a histogram's _sum)",
     ),
     "exemplar_129_characters": (
-        "malformed",
-        "line 2, family c: exemplar: its labels are 129 characters long; at most 128 are allowed",
+        "exemplar",
+        (
+            "line 2, family c: exemplar: its labels are 129 characters long; at most 128 are"
+            " allowed; the sample is kept without it"
+        ),
     ),
     "exemplar_timestamp_nan": ("malformed", "line 2, family c: exemplar: invalid timestamp 'NaN'"),
     "exemplar_timestamp_inf": ("malformed", "line 2, family c: exemplar: invalid timestamp '+Inf'"),
@@ -737,10 +712,6 @@ EXPECTED = {
     "text_counter_nan": (
         "nan_value",
         "line 2, family a: a is NaN; a counter's _total cannot be NaN",
-    ),
-    "text_histogram_not_cumulative": (
-        "not_cumulative",
-        "line 3, family h: h_bucket{le='+Inf'} is below the bucket before",
     ),
     "text_le_spelled_inf": (
         "le_label",
@@ -783,6 +754,14 @@ CARRIED = {
     "text_counter_nan": Misfit.COUNTER_NAME,  # `a NaN`: first, a counter not named a_total
     "text_le_spelled_inf": Misfit.LE_LABEL,
     "text_timestamps_go_back": Misfit.TIMESTAMPS,
+    "buckets_out_of_order": Misfit.HISTOGRAM_SHAPE,
+    "bucket_repeated_le": Misfit.HISTOGRAM_SHAPE,
+    "buckets_not_cumulative": Misfit.HISTOGRAM_SHAPE,
+    "missing_inf_bucket": Misfit.HISTOGRAM_SHAPE,
+    "count_differs_from_inf_bucket": Misfit.HISTOGRAM_SHAPE,
+    "sum_without_count": Misfit.HISTOGRAM_SHAPE,
+    "count_without_sum": Misfit.HISTOGRAM_SHAPE,
+    "text_histogram_not_cumulative": Misfit.HISTOGRAM_SHAPE,
 }
 REFUSED = [case for case in INVALID if case[0] not in CARRIED]
 
@@ -880,3 +859,37 @@ def _samples(families: list[AnyFamily]) -> str:
             for s in family.samples
         ]
     )
+
+
+@pytest.mark.parametrize("verify", list(Verify))
+def test_an_exemplar_too_long_is_dropped_and_its_sample_kept(verify: Verify) -> None:
+    """Prometheus stores the sample and refuses the exemplar alone (its storage's 128 limit)."""
+    payload = _om(
+        "# TYPE c counter",
+        'c_total 1 # {t="' + "x" * 128 + '"} 1',
+        'c_total{a="1"} 2 # {t="' + "x" * 127 + '"} 1',
+    )
+    exposition = read_exposition(payload, OM, verify)
+    assert [(p.reason, p.line, p.family_kept) for p in exposition.problems] == [
+        ("exemplar", 2, True)
+    ]
+    (family,) = exposition.families
+    assert isinstance(family, Family)
+    assert [(s.value, s.exemplar) for s in family.samples] == [
+        (1.0, None),
+        (2.0, '{t="' + "x" * 127 + '"} 1'),
+    ]
+    list(parse_om(write_exposition(exposition.families, Format.OPENMETRICS).decode()))
+
+
+def test_an_info_sample_without_its_suffix_is_read_as_the_gauge_prometheus_stores() -> None:
+    """openmetricsparse_test.go's `ii{foo="bar"} 1` under `# TYPE ii info`: series `ii`."""
+    payload = _om("# TYPE ii info", 'ii{foo="bar"} 1')
+    exposition = read_exposition(payload, OM, Verify.FULL)
+    assert exposition.problems == []
+    (family,) = exposition.families
+    assert (family.meta.name, family.meta.type) == ("ii", MetricType.GAUGE)
+    assert isinstance(family, Family)
+    assert [(s.name, s.labels, s.value) for s in family.samples] == [("ii", (("foo", "bar"),), 1)]
+    mixed = _om("# TYPE ii info", 'ii_info{foo="bar"} 1', 'ii{foo="baz"} 1')
+    assert [p.line for p in read_exposition(mixed, OM, Verify.FULL).problems] == [3]

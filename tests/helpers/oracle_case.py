@@ -32,20 +32,13 @@ class OracleCase:
     # Prometheus ingests the scrape but keeps none of its samples (a timestamp out of the TSDB's
     # bounds): the bridge must then store nothing either.
     stores_nothing: bool = False
+    # Prometheus stores the samples but refuses the exemplars (labels past 128 characters).
+    exemplars_refused: bool = False
 
     def render(self, now_ms: int) -> bytes:
         """The body with its timestamps placeholders set to ``now_ms``."""
         seconds = f"{now_ms // 1000}.{now_ms % 1000:03d}"
         return self.body.replace(b"@MS@", str(now_ms).encode()).replace(b"@S@", seconds.encode())
-
-
-# Families Prometheus reads in text that OpenMetrics, which the bridge answers Prometheus in,
-# cannot carry: they pass once the bridge answers such a scrape in text (the format fallback).
-INFO_NAME = "OpenMetrics names an info sample NAME_info: needs the format fallback to carry it"
-SUM_WITHOUT_COUNT = (
-    "a histogram point with _count but no _sum: the bridge refuses it (sum_without_count), "
-    "Prometheus does not check"
-)
 
 
 def text_case(
@@ -54,7 +47,13 @@ def text_case(
     return OracleCase(f"text_{name}", body, TEXT, valid, gap, empty)
 
 
-def om_case(
-    name: str, body: bytes, *, valid: bool = True, gap: str | None = None, empty: bool = False
+def om_case(  # noqa: PLR0913 - the case's fields, by keyword
+    name: str,
+    body: bytes,
+    *,
+    valid: bool = True,
+    gap: str | None = None,
+    empty: bool = False,
+    exemplars_refused: bool = False,
 ) -> OracleCase:
-    return OracleCase(f"om_{name}", body, OPENMETRICS, valid, gap, empty)
+    return OracleCase(f"om_{name}", body, OPENMETRICS, valid, gap, empty, exemplars_refused)

@@ -119,6 +119,14 @@ TEXT_VALID = [
         b'# TYPE h histogram\nh_bucket{le="1"} 0.5\nh_bucket{le="+Inf"} 2.5\n'
         b"h_sum 3\nh_count 2.5\n",
     ),
+    # A histogram point's shape, which OpenMetrics asks for and Prometheus does not check.
+    _t(
+        "histogram_buckets_out_of_order_not_cumulative",
+        b'# TYPE h histogram\nh_bucket{le="2"} 3\nh_bucket{le="1"} 1\nh_bucket{le="+Inf"} 2\n'
+        b"h_sum 1\nh_count 7\n",
+    ),
+    _t("histogram_without_inf_bucket", b'# TYPE h histogram\nh_bucket{le="1"} 1\nh_count 1\n'),
+    _t("histogram_sum_alone", b"# TYPE h histogram\nh_sum 4\n"),
     _t("nan_counter", b"# TYPE c counter\nc NaN\n"),
     _t("negative_inf_counter", b"# TYPE c counter\nc -Inf\n"),
     _t(

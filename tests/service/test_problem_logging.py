@@ -35,9 +35,9 @@ async def test_a_repeated_bad_family_is_logged_at_warning_once_then_at_debug(
 async def test_a_family_breaking_its_type_is_counted_by_reason_and_logged_once(
     aiohttp_server, aiohttp_client, caplog
 ) -> None:
-    """A histogram whose count is not its +Inf bucket is dropped, counted as count_mismatch,
-    and logged at warning once for its family and reason, though its count (and so the
-    message) changes every fetch."""
+    """A histogram bucket whose le is no number is dropped, counted as le_label, and logged at
+    warning once for its family and reason, though its le (and so the message) changes every
+    fetch."""
     upstream = FakeUpstream(body=b"")
     server = await aiohttp_server(upstream.app())
     client = await aiohttp_client(bridge_app(str(server.make_url("/metrics"))))
@@ -45,14 +45,15 @@ async def test_a_family_breaking_its_type_is_counted_by_reason_and_logged_once(
         for value in (1, 2, 3):
             upstream.body = (
                 b"# TYPE sglang:good gauge\nsglang:good 1\n# TYPE sglang:bad histogram\n"
-                b'sglang:bad_bucket{a="x",le="+Inf"} 0\n'
-                + f'sglang:bad_count{{a="x"}} {value}\nsglang:bad_sum{{a="x"}} 0\n'.encode()
+                + f'sglang:bad_bucket{{a="x",le="x{value}"}} 0\n'.encode()
+                + b'sglang:bad_bucket{a="x",le="+Inf"} 0\n'
+                + b'sglang:bad_count{a="x"} 0\nsglang:bad_sum{a="x"} 0\n'
             )
             text = await (await client.get("/metrics")).text()
     dropped = [r for r in caplog.records if "dropped a family" in r.getMessage()]
     assert [r.levelno for r in dropped] == [logging.WARNING, logging.DEBUG, logging.DEBUG]
-    assert "_count is 3.0, the +Inf bucket 0.0" in dropped[-1].getMessage()
-    assert 'metricbridge_exposition_problems_total{reason="count_mismatch"} 3.0' in text
+    assert "has le='x3'; le is a number" in dropped[-1].getMessage()
+    assert 'metricbridge_exposition_problems_total{reason="le_label"} 3.0' in text
     assert "sglang:good 1" in text
     assert "sglang:bad_bucket{" not in text
 

@@ -21,7 +21,7 @@ from metricbridge.exposition.family_close import Closing
 from metricbridge.exposition.family_parse import parse_lines, unescape_help
 from metricbridge.exposition.family_state import Builder, Closed, Exposition
 from metricbridge.exposition.sample_line import parse_sample, unescape
-from metricbridge.model.family import AnyFamily, Format, Sample, Verify
+from metricbridge.model.family import AnyFamily, Format, MetricType, Sample, Verify
 from metricbridge.model.family_names import TEXT_TYPES, belongs
 from metricbridge.model.names import METRIC_NAME, legacy_name, quoted
 
@@ -255,6 +255,8 @@ class GeneralReader(Closing):
                 self.fmt,
                 may_restore=not builder.declared_spelling,
             )
+        if builder is not None and verdict is None and self._bare_info(builder, sample.name):
+            verdict = (sample.name, True)
         if builder is None or verdict is None:
             # Both formats allow a family without metadata: a foreign sample starts one.
             if builder is not None and sample.name == builder.declared:
@@ -275,6 +277,24 @@ class GeneralReader(Closing):
             self._to_samples(builder).append(sample)
             builder.sample_lines.append(line_no)
             builder.has_samples = True
+
+    def _bare_info(self, builder: Builder, name: str) -> bool:
+        """Whether an OpenMetrics info family's first sample bears the family's own name.
+
+        OpenMetrics names an info's samples ``NAME_info``; Prometheus' parser does not check,
+        and stores ``NAME{...}`` under that name (openmetricsparse_test.go's ``ii``). Neither
+        format can write an info so named: the family is read as the gauge Prometheus keeps,
+        as the text format writes every info.
+        """
+        if (
+            self.fmt is not Format.OPENMETRICS
+            or builder.type is not MetricType.INFO
+            or builder.has_samples
+            or name != builder.declared
+        ):
+            return False
+        builder.type, builder.known = MetricType.GAUGE, None
+        return True
 
     def _owner_of_bad_line(self, line: str, line_no: int) -> Builder | None:
         """The family a line the grammar refuses is blamed on: the one its name starts.

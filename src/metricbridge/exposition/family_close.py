@@ -2,15 +2,19 @@
 
 The part of the reader's exact path (``family_builder.GeneralReader``) that turns a finished
 ``Builder`` into the family it serves, or refuses it: a family whose names clash with an
-earlier one's, repeated series and orphaned creation times out, then its type's rules
+earlier one's, repeated series, orphaned creation times and exemplars too long out, then its
+type's rules
 (``semantics.checked``), each problem reported.
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 from metricbridge.errors import ExpositionError
 from metricbridge.exposition.created_series import created_orphans
 from metricbridge.exposition.family_state import Builder, Exposition
+from metricbridge.exposition.sample_line import EXEMPLAR_LABELS_MAX, exemplar_labels_length
 from metricbridge.exposition.semantics import checked
 from metricbridge.exposition.writer import label_set
 from metricbridge.model.family import (
@@ -83,10 +87,44 @@ class Closing:
             self.result.problems.append(ExpositionError(message, family=builder.declared))
             kept = [i for i, s in enumerate(samples) if s not in orphans]
             samples, lines = [samples[i] for i in kept], [lines[i] for i in kept]
+        samples = self._exemplars_bounded(builder, samples, lines)
         family, problem = checked(meta, samples, lines, self.fmt, builder.declared)
         if problem is not None:
             self.result.problems.append(problem)
         return family
+
+    def _exemplars_bounded(
+        self, builder: Builder, samples: list[Sample], lines: list[int]
+    ) -> list[Sample]:
+        """Samples with every exemplar OpenMetrics can carry; one too long dropped, reported.
+
+        Prometheus reads the sample and its storage refuses the exemplar alone
+        (``ErrExemplarLabelLength``); the text format carries no exemplar at all.
+        """
+        out = samples
+        for index, sample in enumerate(samples):
+            if sample.exemplar is None:
+                continue
+            length = exemplar_labels_length(sample.exemplar)
+            if length <= EXEMPLAR_LABELS_MAX:
+                continue
+            message = (
+                f"exemplar: its labels are {length} characters long; at most "
+                f"{EXEMPLAR_LABELS_MAX} are allowed; the sample is kept without it"
+            )
+            self.result.problems.append(
+                ExpositionError(
+                    message,
+                    line=lines[index],
+                    family=builder.declared,
+                    reason="exemplar",
+                    family_kept=True,
+                )
+            )
+            if out is samples:
+                out = list(samples)
+            out[index] = dataclasses.replace(sample, exemplar=None)
+        return out
 
     def _admit(self, declared: str, first_line: int, occupied: frozenset[str]) -> bool:
         """Claim a family's names; a clash with an earlier family drops this one, reported."""

@@ -4,7 +4,8 @@ Validity is a property of the output format. The text format 0.0.4 carries, and 
 ingests from it, families that OpenMetrics 1.0 forbids: a counter whose name does not end in
 ``_total`` (OpenMetrics would have to write it as ``unknown``), a counter ``a_total`` beside a
 gauge ``a`` (client_golang's ``go_memstats_alloc_bytes``: one name in OpenMetrics), non-integer
-bucket counts, negative or NaN counter-like values, negative quantiles and sums. A response that
+bucket counts, negative or NaN counter-like values, negative quantiles and sums, a histogram
+point whose buckets are out of order, not cumulative or without +Inf. A response that
 held them in OpenMetrics would be refused by OpenMetrics parsers (prometheus_client's checks
 each of these) or would lose a type; so the bridge answers such a snapshot in text 0.0.4, which
 Prometheus accepts whatever it asked first (``service.negotiation``).
@@ -21,6 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
+from metricbridge.exposition.histogram_points import BUCKETED, group_of, point_breaches
 from metricbridge.model.family import (
     TYPE_SUFFIXES,
     AnyFamily,
@@ -44,6 +46,7 @@ class Misfit(StrEnum):
     QUANTILE_LABEL = "quantile_label"  # a quantile label outside [0, 1], or NaN
     LE_LABEL = "le_label"  # an le of +Inf spelled otherwise ("+INF", "inf")
     TIMESTAMPS = "timestamps"  # one metric point's samples mixing or reversing timestamps
+    HISTOGRAM_SHAPE = "histogram_shape"  # a point's buckets out of order, not cumulative, ...
 
 
 # Every name a family of each type takes in OpenMetrics, as suffixes of its sample base
@@ -94,7 +97,7 @@ def values_misfit(family: Family) -> Misfit | None:
     ``_bucket``, ``_count``, ``_gcount``, ``_sum``) neither NaN nor negative, bucket and count
     values whole numbers, ``_gsum`` not NaN, and negative only beside a negative bucket, no
     ``_sum`` in a histogram with a negative bucket, quantiles in [0, 1] and their values not
-    negative, +Inf spelled ``+Inf``.
+    negative, +Inf spelled ``+Inf``; and a histogram's points in shape (``histogram_points``).
     """
     mtype = family.meta.type
     base = sample_base(family.meta.name, mtype)
@@ -107,8 +110,24 @@ def values_misfit(family: Family) -> Misfit | None:
             return Misfit.COUNTER_VALUE
         return None
     if mtype in (MetricType.HISTOGRAM, MetricType.GAUGEHISTOGRAM, MetricType.SUMMARY):
-        return _distribution_misfit(family, base)
+        misfit = _distribution_misfit(family, base)
+        if misfit is None and mtype in BUCKETED and _shape_misfit(family, base):
+            return Misfit.HISTOGRAM_SHAPE
+        return misfit
     return None
+
+
+# The rules of a histogram's points that OpenMetrics holds and Prometheus does not check.
+_SHAPE_RULES = frozenset(
+    {"bucket_order", "not_cumulative", "missing_inf_bucket", "count_mismatch", "sum_without_count"}
+)
+
+
+def _shape_misfit(family: Family, base: str) -> bool:
+    """Whether one of a histogram's points breaks a rule of its shape that OpenMetrics holds."""
+    mtype = family.meta.type
+    groups = [group_of(sample, base, mtype) for sample in family.samples]
+    return any(b.reason in _SHAPE_RULES for b in point_breaches(family, base, groups))
 
 
 def _distribution_misfit(family: Family, base: str) -> Misfit | None:
@@ -190,7 +209,7 @@ def _timestamps_misfit(family: Family, base: str) -> bool:
     reader takes it beside a timestamped total as Prometheus does (``docs/conformance.md``).
     """
     mtype = family.meta.type
-    point_label = {f"{base}_bucket": "le"} if mtype in _BUCKETED else {}
+    point_label = {f"{base}_bucket": "le"} if mtype in BUCKETED else {}
     if mtype is MetricType.SUMMARY:
         point_label[base] = "quantile"
     elif mtype is MetricType.STATESET:
@@ -220,7 +239,6 @@ def _timestamps_misfit(family: Family, base: str) -> bool:
 
 
 _INF = (math.inf, "+Inf")
-_BUCKETED = (MetricType.HISTOGRAM, MetricType.GAUGEHISTOGRAM)
 
 
 def _whole(value: float) -> bool:

@@ -215,23 +215,19 @@ EXEMPLAR_LABELS_MAX = 128
 
 
 def _check_exemplar(text: str) -> None:
-    """Refuse an exemplar (the text after `` # ``) that breaks the ABNF or its length limit.
+    """Refuse an exemplar (the text after `` # ``) that breaks the ABNF.
 
-    It is kept as text (``Sample.exemplar``), so only its validity is needed here.
+    It is kept as text (``Sample.exemplar``), so only its validity is needed here. Its length
+    is not the line's business: Prometheus reads the sample of an exemplar too long and stores
+    the sample alone (``exemplar_labels_length``).
     """
     if not text.startswith("{"):
         raise LineError("exemplar: expected '{' after ' # '")
     try:
         # A name that is not None: a quoted metric name is not allowed in an exemplar.
-        _, labels, pos = _read_labels(text, 1, "", exemplar=True)
+        _, _, pos = _read_labels(text, 1, "", exemplar=True)
     except LineError as exc:
         raise LineError(f"exemplar: {exc}") from None
-    length = sum(len(key) + len(value) for key, value in labels)
-    if length > EXEMPLAR_LABELS_MAX:
-        raise LineError(
-            f"exemplar: its labels are {length} characters long; at most "
-            f"{EXEMPLAR_LABELS_MAX} are allowed"
-        )
     tokens = text[pos + 1 :].split(" ") if text.startswith(" ", pos) else []
     if not 1 <= len(tokens) <= 2 or not all(tokens):
         raise LineError("exemplar: expected ' VALUE' or ' VALUE TIMESTAMP' after its labels")
@@ -242,6 +238,12 @@ def _check_exemplar(text: str) -> None:
             _parse_timestamp(tokens[1], Format.OPENMETRICS)
         except LineError as exc:
             raise LineError(f"exemplar: {exc}") from None
+
+
+def exemplar_labels_length(text: str) -> int:
+    """The characters of an exemplar's label names and values (``text``: a valid exemplar)."""
+    _, labels, _ = _read_labels(text, 1, "", exemplar=True)
+    return sum(len(key) + len(value) for key, value in labels)
 
 
 def _parse_timestamp(token: str, fmt: Format) -> float:

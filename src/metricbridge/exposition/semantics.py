@@ -7,9 +7,10 @@ require.
 
 Prometheus' own parsers check none of these rules: it ingests a NaN counter or a fractional
 bucket from the engine, in either format. So a breach the text format can carry (``Breach.
-carried``: a value OpenMetrics forbids, a quantile outside [0, 1], +Inf spelled otherwise, in
-the text format a series mixing timestamps) does not cost the family: ``first_breach`` passes
-over it, and the answer falls back to text (``openmetrics_fit``), which carries it as it came.
+carried``: a value OpenMetrics forbids, a quantile outside [0, 1], a histogram point's shape
+(``histogram_points``), in the text format a series mixing timestamps) does not cost the
+family: ``first_breach`` passes over it, and the answer falls back to text
+(``openmetrics_fit``), which carries it as it came.
 What neither format can carry, or the text format's own readers refuse (``promtool check
 metrics`` wants ``le`` and ``quantile`` to be numbers), is refused, and the family with it.
 
@@ -22,11 +23,19 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 
 from metricbridge.errors import ExpositionError
+from metricbridge.exposition.breach import Breach
 from metricbridge.exposition.caches import CodecCaches
 from metricbridge.exposition.family_parse import parse_family
+from metricbridge.exposition.histogram_points import (
+    BUCKETED,
+    Group,
+    bound_of,
+    group_of,
+    label_value,
+    point_breaches,
+)
 from metricbridge.exposition.openmetrics_fit import values_misfit
 from metricbridge.exposition.raw_rules import BlockSplit, needs_parse
 from metricbridge.model.family import (
@@ -34,37 +43,12 @@ from metricbridge.model.family import (
     Family,
     FamilyMeta,
     Format,
-    Labels,
     MetricType,
     RawFamily,
     Sample,
     sample_base,
 )
 from metricbridge.model.names import quoted
-from metricbridge.model.numbers import parse_value
-
-REASONS = frozenset(
-    {
-        "nan_value",  # a counter-like sample (total, sum, count, bucket, gsum, gcount) is NaN
-        "negative_value",  # a counter-like sample or a quantile is negative
-        "non_integer_count",  # a bucket, _count or _gcount that is not a whole number
-        "le_label",  # a bucket without le, or le not a number, NaN, or +Inf spelled otherwise
-        "bucket_order",  # buckets not in increasing le order, or an le repeated
-        "not_cumulative",  # a bucket smaller than the one before
-        "missing_inf_bucket",  # a histogram point without its le="+Inf" bucket
-        "count_mismatch",  # _count (_gcount) different from the +Inf bucket
-        "sum_without_count",  # _sum without _count, or _count without _sum (g-forms alike)
-        "sum_with_negative_buckets",  # _sum beside negative le, or negative _gsum without them
-        "quantile_label",  # a quantile sample without quantile, or outside [0, 1], or NaN
-        "info_value",  # an info sample other than 1
-        "stateset_value",  # a stateset sample other than 0 or 1
-        "stateset_label",  # a stateset sample without the label named after its family
-        "unit",  # a UNIT on info or stateset, or one that is not the name's suffix
-        "exemplar",  # an exemplar on a sample that may not carry one
-        "interleaved_series",  # a series' samples split by another series' (OpenMetrics)
-        "timestamps",  # a series mixing samples with and without timestamps, or going back
-    }
-)
 
 # Per type, the sample suffixes that are counters underneath (OpenMetrics: "Semantically, Sum,
 # and buckets values are counters so MUST NOT be NaN or negative"), each with whether it may
@@ -84,20 +68,6 @@ _COUNTER_LIKE: dict[MetricType, dict[str, tuple[bool, bool]]] = {
     },
     MetricType.SUMMARY: {"_count": (False, True), "_sum": (False, False)},
 }
-
-
-@dataclass(frozen=True, slots=True)
-class Breach:
-    """A rule a family breaks: which, where (the sample's index) and how, in words.
-
-    ``carried``: the text format carries the family as it is and Prometheus ingests it, so the
-    family is kept and answered in text; OpenMetrics cannot carry it (``openmetrics_fit``).
-    """
-
-    reason: str
-    index: int | None  # the sample's, or None for the family's header
-    message: str
-    carried: bool = False
 
 
 def first_breach(family: Family, fmt: Format) -> Breach | None:
@@ -124,12 +94,12 @@ def breaches(family: Family, fmt: Format) -> Iterator[Breach]:
             continue
         for reason, message, carried in _sample_breaches(sample, sample.name[start:], mtype, base):
             yield Breach(reason, index, message, carried)
-    if len(samples) < 2 and mtype not in _BUCKETED:
+    if len(samples) < 2 and mtype not in BUCKETED:
         return
     groups = [group_of(sample, base, mtype) for sample in samples]
     yield from _grouping(family, groups, fmt)
-    if mtype in _BUCKETED:
-        yield from _histogram_points(family, base, groups)
+    if mtype in BUCKETED:
+        yield from point_breaches(family, base, groups)
 
 
 # (reason, message, carried) of a rule one sample breaks on its own.
@@ -198,8 +168,8 @@ def _may_carry_exemplar(mtype: MetricType, suffix: str) -> bool:
 
 
 def _quantile_breach(sample: Sample) -> _SampleBreach | None:
-    quantile = _label(sample.labels, "quantile")
-    number = _number(quantile) if quantile is not None else None
+    quantile = label_value(sample.labels, "quantile")
+    number = bound_of(quantile) if quantile is not None else None
     if (
         quantile is None or number is None
     ):  # promtool check metrics refuses it: the text format cannot carry it
@@ -213,43 +183,6 @@ def _quantile_breach(sample: Sample) -> _SampleBreach | None:
         message = f"{sample.name}{{quantile={shown}}} is {sample.raw_value}; it cannot be negative"
         return "negative_value", message, True
     return None
-
-
-def _label(labels: Labels, name: str) -> str | None:
-    return dict(labels).get(name)
-
-
-def _number(text: str) -> float | None:
-    # Go's ParseFloat, not Python's float: expfmt refuses " 0.5" and "1_0" as a bound.
-    parsed = parse_value(text)
-    return None if parsed is None else parsed[0]
-
-
-Group = frozenset[tuple[str, str]]
-
-
-def group_of(sample: Sample, base: str, mtype: MetricType) -> Group:
-    """The labels that name a sample's series in its family (prometheus_client's grouping).
-
-    A set: the same labels in another order are the same series.
-    """
-    labels = sample.labels
-    if mtype is MetricType.INFO:
-        return frozenset()
-    if mtype is MetricType.STATESET:
-        drop = base
-    elif mtype is MetricType.SUMMARY and sample.name == base:
-        drop = "quantile"
-    elif mtype in _BUCKETED and sample.name == base + "_bucket":
-        drop = "le"
-    else:
-        return frozenset(labels)
-    value = dict(labels).get(drop)  # C calls only: this runs once per sample
-    group = frozenset(labels)
-    return group if value is None else group - {(drop, value)}
-
-
-_BUCKETED = (MetricType.HISTOGRAM, MetricType.GAUGEHISTOGRAM)
 
 
 def _grouping(family: Family, groups: list[Group], fmt: Format) -> Iterator[Breach]:
@@ -296,108 +229,6 @@ def grouped_order(samples: Sequence[Sample], base: str, mtype: MetricType) -> li
     for index, sample in enumerate(samples):
         order.setdefault(group_of(sample, base, mtype), []).append(index)
     return [index for group in order.values() for index in group]
-
-
-@dataclass(slots=True)
-class _Point:
-    """One histogram point (a series at one timestamp) as its samples are read."""
-
-    start: int
-    last_le: float | None = None
-    last_value: float = 0.0
-    count: float | None = None
-    has_sum: bool = False
-    negative_buckets: bool = False
-    negative_gsum: bool = False
-
-    def take(self, suffix: str, value: float) -> None:
-        """A sample of the point other than a bucket."""
-        if suffix in ("_count", "_gcount"):
-            self.count = value
-        elif suffix in ("_sum", "_gsum"):
-            self.has_sum = True
-            self.negative_gsum = suffix == "_gsum" and value < 0
-
-
-def _histogram_points(family: Family, base: str, groups: list[Group]) -> Iterator[Breach]:
-    """Bucket order, cumulativity, +Inf, and _count/_sum agreement, point by point."""
-    point: _Point | None = None
-    key: tuple[Group, float | None] | None = None
-    start = len(base)
-    for index, (sample, group) in enumerate(zip(family.samples, groups, strict=True)):
-        suffix = sample.name[start:]
-        if suffix == "_created":
-            continue
-        this = (group, sample.timestamp)
-        if this != key:
-            if point is not None:
-                yield from _close_point(point, family)
-            point, key = _Point(index), this
-        assert point is not None  # noqa: S101 - set on the first sample
-        if suffix == "_bucket":
-            for breach in _bucket(point, sample, index):
-                yield breach
-                if not breach.carried:
-                    return  # the point's later checks would only repeat it
-        else:
-            point.take(suffix, sample.value)
-    if point is not None:
-        yield from _close_point(point, family)
-
-
-def _bucket(point: _Point, sample: Sample, index: int) -> Iterator[Breach]:
-    le = _label(sample.labels, "le")
-    bound = _number(le) if le is not None else None
-    if le is None or bound is None or math.isnan(bound):
-        shown = "no le label" if le is None else f"le={quoted(le)}"
-        yield Breach("le_label", index, f"{sample.name} has {shown}; le is a number, not NaN")
-        return
-    if bound == math.inf and le != "+Inf":  # Prometheus stores le as it is written
-        message = f"{sample.name} has le={quoted(le)}; OpenMetrics spells it +Inf"
-        yield Breach("le_label", index, message, carried=True)
-    if point.last_le is not None and bound <= point.last_le:
-        message = f"{sample.name}: le={quoted(le)} after a bucket as large"
-        yield Breach("bucket_order", index, message)
-        return
-    # The first bucket has none before it: below zero, it breaks negative_value (carried).
-    if point.last_le is not None and sample.value < point.last_value:
-        message = f"{sample.name}{{le={quoted(le)}}} is below the bucket before"
-        yield Breach("not_cumulative", index, message)
-        return
-    point.last_le, point.last_value = bound, sample.value
-    point.negative_buckets |= bound < 0
-
-
-def _close_point(point: _Point, family: Family) -> Iterator[Breach]:
-    index = point.start
-    gauge = family.meta.type is MetricType.GAUGEHISTOGRAM
-    count, total = ("_gcount", "_gsum") if gauge else ("_count", "_sum")
-    if point.last_le != math.inf:
-        yield Breach("missing_inf_bucket", index, 'a histogram point without its le="+Inf" bucket')
-    elif point.count is not None and _differ(point.count, point.last_value):
-        message = (
-            f"{count} is {point.count!r}, the +Inf bucket {point.last_value!r}; they must agree"
-        )
-        yield Breach("count_mismatch", index, message)
-    elif point.has_sum != (point.count is not None):
-        present, missing = (total, count) if point.has_sum else (count, total)
-        yield Breach(
-            "sum_without_count", index, f"a histogram point with {present} but no {missing}"
-        )
-    elif not gauge and point.has_sum and point.negative_buckets:
-        message = "_sum beside buckets below zero (the sum is then no counter)"
-        yield Breach("sum_with_negative_buckets", index, message, carried=True)
-    elif gauge and point.negative_gsum and not point.negative_buckets:
-        message = "_gsum below zero without a bucket below zero"
-        yield Breach("sum_with_negative_buckets", index, message, carried=True)
-
-
-def _differ(count: float, inf_bucket: float) -> bool:
-    """Whether a point's count and +Inf bucket disagree.
-
-    A NaN in either is a value breach of its own (carried), not a disagreement.
-    """
-    return count != inf_bucket and not (math.isnan(count) or math.isnan(inf_bucket))
 
 
 # --- where the rules are applied -------------------------------------------------------------
