@@ -88,6 +88,8 @@ def point_breaches(family: Family, base: str, groups: list[Group]) -> Iterator[B
     point: _Point | None = None
     key: tuple[Group, float | None] | None = None
     start = len(base)
+    # A family repeats a few bounds over all its series: each spelling is read once.
+    bounds: dict[str, float | None] = {}
     for index, (sample, group) in enumerate(zip(family.samples, groups, strict=True)):
         suffix = sample.name[start:]
         if suffix == "_created":
@@ -99,7 +101,7 @@ def point_breaches(family: Family, base: str, groups: list[Group]) -> Iterator[B
             point, key = _Point(index), this
         assert point is not None  # noqa: S101 - set on the first sample
         if suffix == "_bucket":
-            for breach in _bucket(point, sample, index):
+            for breach in _bucket(point, sample, index, bounds):
                 yield breach
                 if not breach.carried:
                     return
@@ -109,9 +111,13 @@ def point_breaches(family: Family, base: str, groups: list[Group]) -> Iterator[B
         yield from _close_point(point, family)
 
 
-def _bucket(point: _Point, sample: Sample, index: int) -> Iterator[Breach]:
+def _bucket(
+    point: _Point, sample: Sample, index: int, bounds: dict[str, float | None]
+) -> Iterator[Breach]:
     le = label_value(sample.labels, "le")
-    bound = bound_of(le) if le is not None else None
+    bound = None
+    if le is not None:
+        bound = bounds[le] if le in bounds else bounds.setdefault(le, bound_of(le))
     if le is None or bound is None or math.isnan(bound):
         shown = "no le label" if le is None else f"le={quoted(le)}"
         yield Breach("le_label", index, f"{sample.name} has {shown}; le is a number, not NaN")
