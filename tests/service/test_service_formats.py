@@ -18,6 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families as parse_tex
 from helpers.paths import FIXTURES
 from helpers.promtool import promtool_check_metrics
 from helpers.service import PROM3_ACCEPT, FakeUpstream, bridge_app
+from metricbridge.service.server import STATE
 
 TEXT = "text/plain; version=0.0.4; charset=utf-8"
 OPENMETRICS = "application/openmetrics-text; version=1.0.0; charset=utf-8"
@@ -202,3 +203,60 @@ async def test_a_family_stamped_before_1970_is_served_in_openmetrics(
     response = await client.get("/metrics", headers={"Accept": PROM3_ACCEPT})
     assert response.headers["Content-Type"] == f"{OPENMETRICS}; escaping=allow-utf-8"
     assert b"\nold 1 -5.0\n" in await response.read()
+
+
+UTF8_BODY = (
+    b'# HELP "my.gauge" A gauge.\n# TYPE "my.gauge" gauge\n{"my.gauge","lab.el"="b"} 1\n'
+)
+
+
+@pytest.mark.parametrize("gzipped", [False, True])
+async def test_utf8_names_are_served_as_the_escaping_asks(
+    aiohttp_server, aiohttp_client, gzipped: bool
+) -> None:
+    """Quoted for Prometheus 3 (allow-utf-8), with underscores for Prometheus 2, in one fetch."""
+    client = await _client(
+        aiohttp_server, aiohttp_client, (FIXTURES / "tp1.prom").read_bytes() + UTF8_BODY
+    )
+    encoding = {"Accept-Encoding": "gzip" if gzipped else "identity"}
+    bodies = {}
+    for accept in (PROM3_ACCEPT, "text/plain;version=0.0.4", "text/plain;escaping=values"):
+        headers = {"Accept": accept, **encoding}
+        response = await client.get("/metrics", headers=headers, auto_decompress=False)
+        body = await response.read()
+        if gzipped:
+            assert response.headers["Content-Encoding"] == "gzip"
+            body = gzip.decompress(body)
+        bodies[accept] = body
+    utf8 = bodies[PROM3_ACCEPT].decode()
+    families = {family.name: family for family in parse_om(utf8)}
+    assert families["my.gauge"].samples[0].labels == {"lab.el": "b"}
+    assert families["metricbridge_scrapes"]  # the bridge's own metrics follow, as always
+    assert utf8.endswith("# EOF\n")
+    for legacy, line in (
+        ("text/plain;version=0.0.4", b'my_gauge{lab_el="b"} 1\n'),
+        ("text/plain;escaping=values", b'U__my_2e_gauge{U__lab_2e_el="b"} 1\n'),
+    ):
+        promtool_check_metrics(bodies[legacy])
+        assert line in bodies[legacy]
+    assert b"sglang:num_running_reqs" in bodies[PROM3_ACCEPT]
+
+
+async def test_renders_in_another_escaping_are_made_once_and_only_for_utf8_names(
+    aiohttp_server, aiohttp_client
+) -> None:
+    """Prometheus 3 scraping a legacy engine gets the fetch's one render; a UTF-8 one, one more."""
+    for extra, made in ((b"", 0), (UTF8_BODY, 1)):
+        upstream = await aiohttp_server(
+            FakeUpstream(body=(FIXTURES / "tp1.prom").read_bytes() + extra).app()
+        )
+        app = bridge_app(str(upstream.make_url("/metrics")), cache_ttl=60.0)
+        client = await aiohttp_client(app)
+        for _ in range(3):
+            response = await client.get("/metrics", headers={"Accept": PROM3_ACCEPT})
+            assert response.status == 200
+        bridge = app[STATE].bridge
+        assert bridge is not None
+        snapshot = await bridge.snapshot(1.0)
+        assert snapshot.spelled is bool(extra)
+        assert snapshot.filtered.made == made

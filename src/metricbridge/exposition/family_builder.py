@@ -13,24 +13,18 @@ says when a block may skip this module.
 from __future__ import annotations
 
 import dataclasses
-import re
 
 from metricbridge.errors import ExpositionError, LineError
 from metricbridge.exposition.caches import CodecCaches
 from metricbridge.exposition.family_close import Closing
 from metricbridge.exposition.family_parse import parse_lines, unescape_help
 from metricbridge.exposition.family_state import Builder, Closed, Exposition
-from metricbridge.exposition.sample_line import parse_sample, unescape
+from metricbridge.exposition.sample_line import Spelled, header_words, parse_sample, unescape
 from metricbridge.model.family import AnyFamily, Format, MetricType, Sample, Verify
 from metricbridge.model.family_names import TEXT_TYPES, belongs
 from metricbridge.model.names import METRIC_NAME, legacy_name, quoted
 
 __all__ = ["Builder", "Closed", "Exposition", "GeneralReader"]
-
-_HEADER = re.compile(r'# (HELP|TYPE|UNIT) ("(?:[^"\\]|\\.)*"|\S+)(?: (.*))?')
-# The text lexer takes any run of blanks between a header's words (`# \tTYPE name summary`,
-# promparse_test.go; `#    TYPE    name2 gauge`, expfmt's TestTextParse).
-_TEXT_HEADER = re.compile(r'#[ \t]+(HELP|TYPE)[ \t]+("(?:[^"\\]|\\.)*"|[^ \t]+)(?:[ \t]+(.*))?')
 
 
 class GeneralReader(Closing):
@@ -54,36 +48,17 @@ class GeneralReader(Closing):
         self.parked: dict[str, Builder] = {}  # reopened families, closed at the pass's end
         self.line = 1
 
-    def _comment(self, raw: bytes) -> bool:  # noqa: PLR0911 - each return is a kind of line
+    def _comment(self, raw: bytes) -> bool:
         """Handle a comment line; return True at ``# EOF``."""
         text = self._decode(raw, header=True)
         if text is None:
             return False
         if text == "# EOF":
             return self.fmt is Format.OPENMETRICS
-        parts = text.split(" ", 3)
-        if (
-            len(parts) >= 3
-            and parts[0] == "#"
-            and parts[1] in ("HELP", "TYPE", "UNIT")
-            and parts[2]
-            and not parts[2].startswith('"')
-        ):
-            keyword, name, rest = parts[1], parts[2], parts[3] if len(parts) == 4 else ""
-        else:
-            match = _HEADER.fullmatch(text)  # quoted UTF-8 names, or not a header at all
-            if match is None and self.fmt is Format.TEXT:
-                match = _TEXT_HEADER.fullmatch(text)
-            if match is None:
-                return False  # free-form comments are allowed in the text format
-            keyword, name, rest = match.group(1), match.group(2), match.group(3) or ""
-            if name.startswith('"'):
-                try:
-                    name = legacy_name(unescape(name[1:-1]))
-                except LineError as exc:
-                    problem = ExpositionError(f"family name: {exc}", line=self.line)
-                    self.result.problems.append(problem)
-                    return False
+        words = self._header_words(text)
+        if words is None:
+            return False  # free-form comments are allowed in the text format
+        keyword, name, rest, original = words
         if not METRIC_NAME.fullmatch(name):
             # Prometheus refuses a whole scrape over one ("invalid metric name in comment").
             problem = ExpositionError(
@@ -94,8 +69,35 @@ class GeneralReader(Closing):
         builder = self._builder_for(name)
         if builder is None:
             return False
+        if original is not None and original != name:
+            builder.spell(name, original, label=False)
         self._header(builder, keyword, rest)
         return False
+
+    def _header_words(self, text: str) -> tuple[str, str, str, str | None] | None:
+        """A header's keyword, legacy name, rest, and the UTF-8 name it quoted; else None.
+
+        None for a comment that is no header, and for a quoted name that does not unescape
+        (reported).
+        """
+        words = header_words(text, self.fmt)
+        if words is None:
+            return None
+        keyword, name, rest = words
+        if not name.startswith('"'):
+            return keyword, name, rest, None
+        original = self._quoted_name(name)
+        if original is None:
+            return None
+        return keyword, legacy_name(original), rest, original
+
+    def _quoted_name(self, name: str) -> str | None:
+        """The name a header quotes (``# TYPE "my.metric" gauge``), or None, reported."""
+        try:
+            return unescape(name[1:-1])
+        except LineError as exc:
+            self.result.problems.append(ExpositionError(f"family name: {exc}", line=self.line))
+            return None
 
     def _header(self, builder: Builder, keyword: str, rest: str) -> None:
         self.result.headers_seen = True
@@ -235,8 +237,9 @@ class GeneralReader(Closing):
         return line
 
     def _slow_line(self, line: str, line_no: int) -> None:
+        spelled: Spelled = []
         try:
-            sample = parse_sample(line, self.fmt, caches=self.caches)
+            sample = parse_sample(line, self.fmt, caches=self.caches, spelled=spelled)
         except LineError as exc:
             builder = self._owner_of_bad_line(line, line_no)
             if builder is None:
@@ -277,6 +280,7 @@ class GeneralReader(Closing):
             self._to_samples(builder).append(sample)
             builder.sample_lines.append(line_no)
             builder.has_samples = True
+            builder.spell_all(spelled)
 
     def _bare_info(self, builder: Builder, name: str) -> bool:
         """Whether an OpenMetrics info family's first sample bears the family's own name.

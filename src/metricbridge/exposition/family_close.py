@@ -49,7 +49,8 @@ class Closing:
             meta, occupied = known.meta, known.occupied
         else:
             _, canonical, _ = allowed_suffixes(builder.declared, builder.type, self.fmt)
-            meta = FamilyMeta(canonical, builder.type, builder.help, builder.unit)
+            spellings = builder.spellings(canonical)
+            meta = FamilyMeta(canonical, builder.type, builder.help, builder.unit, spellings)
             occupied = wire_names(meta.name, meta.type, self.fmt)
         if not self._admit(builder.declared, builder.first_line, occupied):
             return None, frozenset()

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from metricbridge.errors import ExpositionError
 from metricbridge.exposition.caches import KnownHeader
-from metricbridge.model.family import AnyFamily, Body, Format, MetricType, Sample
+from metricbridge.model.family import AnyFamily, Body, Format, MetricType, Sample, Spellings
 
 
 @dataclass(slots=True)
@@ -41,6 +41,32 @@ class Builder:
     known: KnownHeader | None = None  # set when the header pair came from the cache
     declared_spelling: bool = False  # a sample spelled as declared was seen (see _belongs)
     reopened: bool = False  # its lines appeared again after another family's (``_reopen``)
+    # Names read outside the legacy charset: (legacy name, is a label) -> UTF-8 name, "" where
+    # two UTF-8 names map to one legacy name (then the legacy one is served under any escaping).
+    spelled: dict[tuple[str, bool], str] | None = None
+
+    def spell(self, legacy: str, original: str, *, label: bool) -> None:
+        """Note that ``original`` was read, and is known by ``legacy``."""
+        if self.spelled is None:
+            self.spelled = {}
+        seen = self.spelled.setdefault((legacy, label), original)
+        if seen != original:
+            self.spelled[(legacy, label)] = ""
+
+    def spell_all(self, spelled: list[tuple[str, str, bool]]) -> None:
+        """Note each (legacy, UTF-8, is a label) that one line's parse met."""
+        for legacy, original, label in spelled:
+            self.spell(legacy, original, label=label)
+
+    def spellings(self, family: str) -> Spellings | None:
+        """The UTF-8 names this family was read with, once it is named ``family``."""
+        if not self.spelled:
+            return None
+        names = tuple(
+            (key, text) for (key, label), text in self.spelled.items() if text and not label
+        )
+        labels = tuple((key, text) for (key, label), text in self.spelled.items() if text and label)
+        return Spellings(family, names, labels) if names or labels else None
 
 
 @dataclass(slots=True)

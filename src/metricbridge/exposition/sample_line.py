@@ -56,18 +56,32 @@ def escape_label_value(value: str) -> str:
     return value
 
 
-def _read_name(line: str, pos: int, *, label: bool) -> tuple[str, int, bool]:
-    """Read a bare or quoted name at ``pos``; return it, the next position and whether quoted."""
+# Names read outside the legacy charset, noted by the parse that met them: (legacy name, UTF-8
+# name, whether a label name). The reader keeps them with the family (``Spellings``).
+Spelled = list[tuple[str, str, bool]]
+
+
+def _read_name(line: str, pos: int, *, label: bool) -> tuple[str, int, str | None]:
+    """Read a bare or quoted name at ``pos``: its legacy spelling, then the next position.
+
+    Third, what a quoted name said, unescaped (None for a bare name).
+    """
     if pos < len(line) and line[pos] == '"':
         match = _QUOTED.match(line, pos)
         if match is None:
             raise LineError(f"unterminated quoted name at column {pos + 1}")
-        return legacy_name(unescape(match.group(1)), label=label), match.end(), True
+        original = unescape(match.group(1))
+        return legacy_name(original, label=label), match.end(), original
     match = (LABEL_NAME if label else METRIC_NAME).match(line, pos)
     if match is None:
         what = "label name" if label else "metric name"
         raise LineError(f"expected a {what} at column {pos + 1}")
-    return match.group(), match.end(), False
+    return match.group(), match.end(), None
+
+
+def _note(spelled: Spelled | None, legacy: str, original: str, *, label: bool) -> None:
+    if spelled is not None and legacy != original:
+        spelled.append((legacy, original, label))
 
 
 def _skip_space(line: str, pos: int) -> int:
@@ -75,8 +89,14 @@ def _skip_space(line: str, pos: int) -> int:
     return match.end() if match else pos
 
 
-def _read_labels(
-    line: str, pos: int, name: str | None, *, exemplar: bool = False, lenient: bool = False
+def _read_labels(  # noqa: PLR0913 - the grammar's switches, keyword-only
+    line: str,
+    pos: int,
+    name: str | None,
+    *,
+    exemplar: bool = False,
+    lenient: bool = False,
+    spelled: Spelled | None = None,
 ) -> tuple[str | None, Labels, int]:
     """Read ``{...}`` starting after the brace; a leading quoted name is the metric name.
 
@@ -96,13 +116,16 @@ def _read_labels(
             raise LineError("unterminated label set: missing '}'")
         if line[pos] == "}":
             return name, tuple(labels), pos + 1
-        key, pos, was_quoted = _read_name(line, pos, label=True)
+        key, pos, original = _read_name(line, pos, label=True)
         pos = _skip_space(line, pos)
         # A quoted name without `=` is the metric name, first or not (Prometheus 3's
         # `{q="0.9","http.status"}`, openmetricsparse_test.go TestUTF8OpenMetricsParse).
-        if was_quoted and name is None and pos < len(line) and line[pos] in ",}":
-            name = key if METRIC_NAME.fullmatch(key) else legacy_name(key)
+        if original is not None and name is None and pos < len(line) and line[pos] in ",}":
+            name = legacy_name(original)
+            _note(spelled, name, original, label=False)
         else:
+            if original is not None:
+                _note(spelled, key, original, label=True)
             if key == NAME_LABEL and not exemplar:
                 raise LineError(
                     f"a {NAME_LABEL!r} label in the label set; the metric name goes before "
@@ -158,8 +181,41 @@ def _plain_labels(pairs: str, cache: ByteLRU[str, Labels] | None) -> Labels | No
     return labels
 
 
-def parse_sample(line: str, fmt: Format, *, caches: CodecCaches | None = None) -> Sample:
-    """Parse one sample line of either format; raise ``LineError`` naming what is wrong."""
+_HEADER = re.compile(r'# (HELP|TYPE|UNIT) ("(?:[^"\\]|\\.)*"|\S+)(?: (.*))?')
+# The text lexer takes any run of blanks between a header's words (`# \tTYPE name summary`,
+# promparse_test.go; `#    TYPE    name2 gauge`, expfmt's TestTextParse).
+_TEXT_HEADER = re.compile(r'#[ \t]+(HELP|TYPE)[ \t]+("(?:[^"\\]|\\.)*"|[^ \t]+)(?:[ \t]+(.*))?')
+
+
+def header_words(text: str, fmt: Format) -> tuple[str, str, str] | None:
+    """A HELP, TYPE or UNIT line's keyword, name (quoted as it came, if quoted) and rest.
+
+    None for a comment that is no header (the text format allows free-form ones).
+    """
+    parts = text.split(" ", 3)
+    if (
+        len(parts) >= 3
+        and parts[0] == "#"
+        and parts[1] in ("HELP", "TYPE", "UNIT")
+        and parts[2]
+        and not parts[2].startswith('"')
+    ):
+        return parts[1], parts[2], parts[3] if len(parts) == 4 else ""
+    match = _HEADER.fullmatch(text)  # quoted UTF-8 names, or not a header at all
+    if match is None and fmt is Format.TEXT:
+        match = _TEXT_HEADER.fullmatch(text)
+    if match is None:
+        return None
+    return match.group(1), match.group(2), match.group(3) or ""
+
+
+def parse_sample(
+    line: str, fmt: Format, *, caches: CodecCaches | None = None, spelled: Spelled | None = None
+) -> Sample:
+    """Parse one sample line of either format; raise ``LineError`` naming what is wrong.
+
+    Names read outside the legacy charset are added to ``spelled``, if given.
+    """
     plain = _PLAIN_LINE.fullmatch(line)
     if plain is not None:
         name, pairs, raw = plain.groups()
@@ -169,24 +225,32 @@ def parse_sample(line: str, fmt: Format, *, caches: CodecCaches | None = None) -
             labels = _plain_labels(pairs, cache) if pairs else ()
             if labels is not None:
                 return Sample(name, labels, parsed[0], parsed[1])
-    return _parse_general(line, fmt)
+    return _parse_general(line, fmt, spelled)
 
 
-def _parse_general(line: str, fmt: Format) -> Sample:
+def _leading_name(line: str, spelled: Spelled | None, *, text: bool) -> tuple[str, int]:
+    """The metric name a line starts with, and where its label set or value starts."""
+    name, pos, original = _read_name(line, 0, label=False)
+    if original is not None:
+        _note(spelled, name, original, label=False)
+    # Prometheus' text lexer skips blanks between a name and its braces (`name {a="b"} 1`,
+    # promparse_test.go); OpenMetrics' ABNF has none there.
+    after = _skip_space(line, pos) if text else pos
+    if after < len(line) and line[after] == "{":
+        pos = after
+    return name, pos
+
+
+def _parse_general(line: str, fmt: Format, spelled: Spelled | None = None) -> Sample:
     """The full grammar: escapes, quoted UTF-8 names, timestamps, exemplars, errors."""
     name: str | None = None
     pos = 0
     text = fmt is Format.TEXT
     if not line.startswith("{"):
-        name, pos, _ = _read_name(line, 0, label=False)
-        # Prometheus' text lexer skips blanks between a name and its braces (`name {a="b"} 1`,
-        # promparse_test.go); OpenMetrics' ABNF has none there.
-        after = _skip_space(line, pos) if text else pos
-        if after < len(line) and line[after] == "{":
-            pos = after
+        name, pos = _leading_name(line, spelled, text=text)
     labels: Labels = ()
     if pos < len(line) and line[pos] == "{":
-        name, labels, pos = _read_labels(line, pos + 1, name, lenient=text)
+        name, labels, pos = _read_labels(line, pos + 1, name, lenient=text, spelled=spelled)
     if name is None:
         raise LineError("sample has no metric name")
     rest, exemplar = line[pos:], None

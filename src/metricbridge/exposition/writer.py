@@ -6,9 +6,11 @@ texts it writes again and again; without one, nothing is remembered (see ``cache
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 
 from metricbridge.exposition.caches import CodecCaches, HeaderKey, labels_size
+from metricbridge.exposition.name_spelling import Spelling
 from metricbridge.exposition.sample_line import escape_label_value
 from metricbridge.model.cache import ByteLRU
 from metricbridge.model.family import (
@@ -22,6 +24,7 @@ from metricbridge.model.family import (
     RawFamily,
     Sample,
 )
+from metricbridge.model.names import Escaping
 
 # The text format has fewer types; these are prometheus_client's own mappings.
 _TEXT_TYPE = {
@@ -67,7 +70,7 @@ def _cached_header(meta: FamilyMeta, fmt: Format, cache: ByteLRU[HeaderKey, byte
     return header
 
 
-def _render_header(meta: FamilyMeta, fmt: Format) -> bytes:
+def _render_header(meta: FamilyMeta, fmt: Format, spelling: Spelling | None = None) -> bytes:
     name, type_name = meta.name, meta.type.value
     if fmt is Format.TEXT:
         type_name = _TEXT_TYPE.get(meta.type, type_name)
@@ -78,11 +81,14 @@ def _render_header(meta: FamilyMeta, fmt: Format) -> bytes:
             name = name[: -len("_total")]
         else:
             type_name = "unknown"  # an OpenMetrics counter's samples must end in _total
+    unit = fmt is Format.OPENMETRICS and meta.unit and name.endswith("_" + meta.unit)
+    if spelling is not None:
+        name = spelling.metric(name)[0]
     lines = []
     if meta.help is not None:
         lines.append(f"# HELP {name} {_escape_help(meta.help, fmt)}\n")
     lines.append(f"# TYPE {name} {type_name}\n")
-    if fmt is Format.OPENMETRICS and meta.unit and name.endswith("_" + meta.unit):
+    if unit:
         lines.append(f"# UNIT {name} {meta.unit}\n")
     return "".join(lines).encode()
 
@@ -111,10 +117,18 @@ def write_sample(sample: Sample, fmt: Format, *, caches: CodecCaches | None = No
     return _write_sample(sample, fmt, caches.written_label_sets if caches is not None else None)
 
 
-def _write_sample(sample: Sample, fmt: Format, cache: ByteLRU[Labels, str] | None) -> str:
-    parts = [sample.name]
-    if sample.labels:
-        parts.append(_label_set(sample.labels, cache))
+def _write_sample(
+    sample: Sample,
+    fmt: Format,
+    cache: ByteLRU[Labels, str] | None,
+    spelling: Spelling | None = None,
+) -> str:
+    if spelling is not None:
+        parts = [_spelled_head(sample, spelling)]
+    else:
+        parts = [sample.name]
+        if sample.labels:
+            parts.append(_label_set(sample.labels, cache))
     parts.append(" " + sample.raw_value)
     if sample.timestamp is not None:
         if fmt is Format.TEXT:
@@ -124,6 +138,18 @@ def _write_sample(sample: Sample, fmt: Format, cache: ByteLRU[Labels, str] | Non
     if sample.exemplar is not None and fmt is Format.OPENMETRICS:
         parts.append(" # " + sample.exemplar)
     return "".join(parts)
+
+
+def _spelled_head(sample: Sample, spelling: Spelling) -> str:
+    """A sample's name and label set, names spelled for the scraper's escaping."""
+    name, inside = spelling.metric(sample.name)
+    pairs = [name] if inside else []
+    pairs.extend(
+        f'{spelling.label(key)}="{escape_label_value(value)}"' for key, value in sample.labels
+    )
+    if inside:
+        return "{" + ",".join(pairs) + "}"
+    return name + ("{" + ",".join(pairs) + "}" if pairs else "")
 
 
 def _split_created(family: Family) -> tuple[Family, Family | None]:
@@ -137,32 +163,51 @@ def _split_created(family: Family) -> tuple[Family, Family | None]:
     ):
         return family, None
     rest = tuple(s for s in family.samples if s.name != created_name)
-    meta = FamilyMeta(created_name, MetricType.GAUGE, family.meta.help)
+    spellings = family.meta.spellings
+    if spellings is not None and spellings.family == family.name:
+        spellings = dataclasses.replace(spellings, family=created_name)
+    meta = FamilyMeta(created_name, MetricType.GAUGE, family.meta.help, spellings=spellings)
     return Family(family.meta, rest), Family(meta, created)
 
 
 def write_family(
-    family: AnyFamily, fmt: Format, *, caches: CodecCaches | None = None
+    family: AnyFamily,
+    fmt: Format,
+    *,
+    caches: CodecCaches | None = None,
+    escaping: Escaping = Escaping.UNDERSCORES,
 ) -> list[Body]:
-    """The chunks of one family: header then body."""
+    """The chunks of one family: header then body, names spelled as ``escaping`` wants them.
+
+    A raw family's names are legacy names (the reader's invariant): the same under every
+    escaping.
+    """
     if isinstance(family, RawFamily):
         return [write_header(family.meta, fmt, caches=caches), family.body]
     chunks: list[Body] = []
     created = None
     if fmt is Format.TEXT:
         family, created = _split_created(family)
-    chunks.append(write_header(family.meta, fmt, caches=caches))
+    spelling = Spelling.of(family.meta, escaping)
+    if spelling is None:
+        chunks.append(write_header(family.meta, fmt, caches=caches))
+    else:  # rare and uncached: the caches hold legacy spellings
+        chunks.append(_render_header(family.meta, fmt, spelling))
     if family.samples:
         cache = caches.written_label_sets if caches is not None else None
-        text = "\n".join(_write_sample(sample, fmt, cache) for sample in family.samples)
+        text = "\n".join(_write_sample(s, fmt, cache, spelling) for s in family.samples)
         chunks.append(text.encode() + b"\n")
     if created is not None:
-        chunks.extend(write_family(created, fmt, caches=caches))
+        chunks.extend(write_family(created, fmt, caches=caches, escaping=escaping))
     return chunks
 
 
 def write_chunks(
-    families: Iterable[AnyFamily], fmt: Format, *, caches: CodecCaches | None = None
+    families: Iterable[AnyFamily],
+    fmt: Format,
+    *,
+    caches: CodecCaches | None = None,
+    escaping: Escaping = Escaping.UNDERSCORES,
 ) -> list[Body]:
     """Every family's header and body, in order, without ``# EOF``: views, nothing joined."""
     chunks: list[Body] = []
@@ -175,15 +220,19 @@ def write_chunks(
             )
             chunks.append(family.body)
         else:
-            chunks.extend(write_family(family, fmt, caches=caches))
+            chunks.extend(write_family(family, fmt, caches=caches, escaping=escaping))
     return chunks
 
 
 def write_exposition(
-    families: Iterable[AnyFamily], fmt: Format, *, caches: CodecCaches | None = None
+    families: Iterable[AnyFamily],
+    fmt: Format,
+    *,
+    caches: CodecCaches | None = None,
+    escaping: Escaping = Escaping.UNDERSCORES,
 ) -> bytes:
     """A complete exposition; OpenMetrics output ends with ``# EOF``."""
-    chunks = write_chunks(families, fmt, caches=caches)
+    chunks = write_chunks(families, fmt, caches=caches, escaping=escaping)
     if fmt is Format.OPENMETRICS:
         chunks.append(b"# EOF\n")
     return b"".join(chunks)
@@ -195,13 +244,14 @@ PIECE_SIZE = 512 << 10
 SHARE_MIN = 16 << 10
 
 
-def write_pieces(
+def write_pieces(  # noqa: PLR0913 - the render's settings, keyword-only
     families: Iterable[AnyFamily],
     fmt: Format,
     size: int = PIECE_SIZE,
     *,
     caches: CodecCaches | None = None,
     share_from: int = SHARE_MIN,
+    escaping: Escaping = Escaping.UNDERSCORES,
 ) -> list[Body]:
     """The exposition without ``# EOF``, in pieces: large bodies as they are, the rest joined.
 
@@ -217,7 +267,7 @@ def write_pieces(
     pieces: list[Body] = []
     group: list[Body] = []
     room = size
-    for chunk in write_chunks(families, fmt, caches=caches):
+    for chunk in write_chunks(families, fmt, caches=caches, escaping=escaping):
         if len(chunk) >= share_from:
             if group:
                 pieces.append(b"".join(group))

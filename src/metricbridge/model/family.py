@@ -69,6 +69,21 @@ def sample_base(name: str, mtype: MetricType) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class Spellings:
+    """The UTF-8 names a family was read with, by the legacy names the bridge knows them by.
+
+    The bridge reads ``{"my.metric","lab.el"="b"}`` as ``my_metric{lab_el="b"}`` and serves it
+    so unless the scraper allows UTF-8 names (``model.names.Escaping``); then the writer spells
+    them as they came. They hold only while the family keeps the name it was read with
+    (``family``): a rule that renames it serves its own, legacy, names.
+    """
+
+    family: str
+    names: tuple[tuple[str, str], ...] = ()  # (legacy, UTF-8) metric and sample names
+    labels: tuple[tuple[str, str], ...] = ()  # (legacy, UTF-8) label names
+
+
+@dataclass(frozen=True, slots=True)
 class FamilyMeta:
     """What the HELP, TYPE and UNIT lines say about a family."""
 
@@ -76,6 +91,7 @@ class FamilyMeta:
     type: MetricType
     help: str | None = None
     unit: str | None = None
+    spellings: Spellings | None = None  # names read outside the legacy charset
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,20 +3,67 @@
 from __future__ import annotations
 
 import re
+from enum import StrEnum
 
 METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
-_NOT_LEGACY = re.compile(r"[^a-zA-Z0-9_:]")
+
+
+class Escaping(StrEnum):
+    """How a scraper wants names outside the legacy charset written (its ``escaping`` in Accept).
+
+    Prometheus 3 and client_golang's names. ``allow-utf-8`` writes them as they are, quoted
+    where the grammar needs it; the others map them into the legacy charset.
+    """
+
+    ALLOW_UTF8 = "allow-utf-8"
+    UNDERSCORES = "underscores"
+    DOTS = "dots"
+    VALUES = "values"
+
+
+def _legacy_rune(char: str, position: int) -> bool:
+    # client_golang's isValidLegacyRune: a digit is legal anywhere but first.
+    return (
+        "a" <= char <= "z"
+        or "A" <= char <= "Z"
+        or char in "_:"
+        or ("0" <= char <= "9" and position > 0)
+    )
+
+
+def escape_name(name: str, scheme: Escaping, *, label: bool = False) -> str:
+    """``name`` as ``scheme`` writes it, as client_golang's ``EscapeName`` does.
+
+    Only a name outside the legacy charset is escaped (client_golang's ``EscapeMetricFamily``
+    leaves legal names alone, which keeps ``sglang:`` names spelled the same under every
+    scheme). A label name may not hold ``:``, which every scheme but ``allow-utf-8`` keeps:
+    it becomes ``_``, so that what is served is a legal label name.
+    """
+    legal = (LABEL_NAME if label else METRIC_NAME).fullmatch(name) is not None
+    if legal or not name or scheme is Escaping.ALLOW_UTF8:
+        return name
+    pieces: list[str] = []
+    if scheme is Escaping.VALUES:
+        pieces.append("U__")
+    for position, char in enumerate(name):
+        if char == "_" and scheme is not Escaping.UNDERSCORES:
+            pieces.append("__")
+        elif char == "." and scheme is Escaping.DOTS:
+            pieces.append("_dot_")
+        elif _legacy_rune(char, position):
+            pieces.append(char)
+        elif scheme is Escaping.VALUES:
+            pieces.append(f"_{ord(char):x}_")
+        else:
+            pieces.append("__" if scheme is Escaping.DOTS else "_")
+    escaped = "".join(pieces)
+    return escaped.replace(":", "_") if label else escaped
 
 
 def legacy_name(name: str, *, label: bool = False) -> str:
-    """Map a UTF-8 name to the legacy charset with underscores, as Prometheus' escaping does."""
-    escaped = _NOT_LEGACY.sub("_", name)
-    if label:
-        escaped = escaped.replace(":", "_")
-    if not escaped or escaped[0].isdigit():
-        escaped = "_" + escaped
-    return escaped
+    """A UTF-8 name in the legacy charset, as the ``underscores`` escaping writes it."""
+    return escape_name(name, Escaping.UNDERSCORES, label=label)
 
 
 # Untrusted text quoted in a message (a name, a type, a header value): at most this many

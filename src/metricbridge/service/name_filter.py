@@ -28,6 +28,7 @@ from metricbridge.model.family import (
     sample_base,
 )
 from metricbridge.model.family_names import served_names
+from metricbridge.model.names import Escaping
 from metricbridge.service.gzip_framing import OpenGzip, open_gzip
 
 # Filtered renders one fetch keeps for later requests with the same names; one being made is
@@ -87,27 +88,36 @@ def _picked(family: RawFamily, wanted: frozenset[str]) -> RawFamily | None:
 
 
 Rendered = tuple[Body, ...] | OpenGzip
-RenderKey = tuple[frozenset[str], Format, int | None]
+# None for names: every family, in an escaping other than the fetch's own render's.
+RenderKey = tuple[frozenset[str] | None, Format, int | None, Escaping]
 
 
 def render_selected(
-    families: Sequence[AnyFamily], names: frozenset[str], fmt: Format, gzip_level: int | None
+    families: Sequence[AnyFamily],
+    names: frozenset[str] | None,
+    fmt: Format,
+    gzip_level: int | None,
+    escaping: Escaping = Escaping.UNDERSCORES,
 ) -> Rendered:
-    """The selected families in ``fmt`` (no ``# EOF``): pieces, or an open gzip member.
+    """The families named (all without ``names``) in ``fmt``, names spelled for ``escaping``.
 
-    Large raw bodies stay views of the fetch's payload (``write_pieces``); no caches: this runs
-    in a thread, and the bridge's caches belong to the event loop.
+    Pieces, or an open gzip member; no ``# EOF``. Large raw bodies stay views of the fetch's
+    payload (``write_pieces``); no caches: this runs in a thread, and the bridge's caches
+    belong to the event loop.
     """
-    pieces = write_pieces(select_samples(families, names), fmt)
+    selected = families if names is None else select_samples(families, names)
+    pieces = write_pieces(selected, fmt, escaping=escaping)
     return tuple(pieces) if gzip_level is None else open_gzip(pieces, gzip_level)
 
 
 @dataclass(slots=True)
 class FilteredRenders:
-    """One fetch's ``name[]`` renders, by names, format and gzip level; shared while it lasts.
+    """One fetch's ``name[]`` and escaping renders, by names, format, gzip level and escaping.
 
-    Owned by the fetch's ``Snapshot``, so a new fetch starts afresh and an old one's renders go
-    with it. Used on the event loop only; the filtering itself runs in a thread.
+    Shared while the fetch lasts: a render in an escaping but ``underscores`` is one of every
+    family, made here too, off the event loop. Owned by the fetch's ``Snapshot``, so a new
+    fetch starts afresh and an old one's renders go with it. Used on the event loop only; the
+    filtering itself runs in a thread.
     """
 
     renders: dict[RenderKey, asyncio.Future[Rendered]] = field(default_factory=dict)
@@ -116,18 +126,19 @@ class FilteredRenders:
     async def get(
         self,
         families: Sequence[AnyFamily],
-        names: frozenset[str],
+        names: frozenset[str] | None,
         fmt: Format,
         gzip_level: int | None,
+        escaping: Escaping = Escaping.UNDERSCORES,
     ) -> Rendered:
         """The render for these names, made once for every request that asks for it."""
-        key = (names, fmt, gzip_level)
+        key = (names, fmt, gzip_level, escaping)
         future = self.renders.get(key)
         if future is None:
             self._make_room()
             self.made += 1
             future = asyncio.ensure_future(
-                asyncio.to_thread(render_selected, families, names, fmt, gzip_level)
+                asyncio.to_thread(render_selected, families, names, fmt, gzip_level, escaping)
             )
             future.add_done_callback(lambda done: self._forget_failed(key, done))
             self.renders[key] = future

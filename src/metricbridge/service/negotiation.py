@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from enum import StrEnum
 
 from metricbridge.model.family import Format
+from metricbridge.model.names import Escaping
 
 OPENMETRICS_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8"
 TEXT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -17,15 +17,6 @@ def _q(params: dict[str, str]) -> float:
         return float(params.get("q", "1"))
     except ValueError:
         return 0.0
-
-
-class Escaping(StrEnum):
-    """The ``escaping`` values of an Accept clause (Prometheus 3, client_golang's expfmt)."""
-
-    ALLOW_UTF8 = "allow-utf-8"
-    UNDERSCORES = "underscores"
-    DOTS = "dots"
-    VALUES = "values"
 
 
 _ESCAPINGS = frozenset(scheme.value for scheme in Escaping)

@@ -22,28 +22,26 @@ from metricbridge.config.schema import Config
 from metricbridge.errors import ConfigError
 from metricbridge.exposition.writer import PIECE_SIZE
 from metricbridge.model.family import Format
-from metricbridge.model.names import shortened
+from metricbridge.model.names import Escaping, shortened
 from metricbridge.service.background import heartbeat, poll_server_info, server_info_urls
 from metricbridge.service.bridge import Bridge, ServedFetch
 from metricbridge.service.descriptor_room import waiting_room
-from metricbridge.service.gzip_framing import OpenGzip, close_gzip, gzip_member
 from metricbridge.service.negotiation import (
-    Escaping,
     accepts_gzip,
     content_type,
     negotiate,
     scrape_timeout,
 )
+from metricbridge.service.response_body import Part, engine_body, filtered_body, spelled_body
 from metricbridge.service.scrape import Upstream
 from metricbridge.service.selfmetrics import SelfMetrics
-from metricbridge.service.snapshot import FetchSettings, Snapshot
+from metricbridge.service.snapshot import FetchSettings
 from metricbridge.service.tracebacks import release_frames
 from metricbridge.translation.compiled import CompiledRules
 from metricbridge.translation.compiler import compile_rules
 from metricbridge.translation.report import contract_report
 
 log = logging.getLogger("metricbridge.server")
-Part = bytes | memoryview  # a response part; memoryviews spare copying renders to trim them
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,57 +165,21 @@ async def handle_metrics(request: web.Request) -> web.StreamResponse:
         state.metrics.format_fallbacks.inc(snapshot.misfit.value)
     state.metrics.scrapes.inc(fmt.value)
     if names:
-        parts = await _filtered_body(snapshot, state.metrics, fmt, names, gzip_level)
+        parts = await filtered_body(
+            snapshot, state.metrics, fmt, names, gzip_level=gzip_level, escaping=asked.escaping
+        )
+    elif asked.escaping is not Escaping.UNDERSCORES and snapshot.spelled:
+        parts = await spelled_body(
+            snapshot, state.metrics, fmt, gzip_level=gzip_level, escaping=asked.escaping
+        )
     else:
-        parts = _body(snapshot, state.metrics, fmt, gzip_level)
+        parts = engine_body(snapshot, state.metrics, fmt, gzip_level)
     # A client that reads slowly, or not at all until --web.write-timeout, pins only the bytes
     # it is sent, not the snapshot's translation: the families a rule read are Python objects,
     # many times the size of their text.
     del snapshot
     compressed = gzip_level is not None
     return await _send(request, fmt, parts, compressed=compressed, escaping=asked.escaping)
-
-
-def _body(
-    snapshot: Snapshot, metrics: SelfMetrics, fmt: Format, gzip_level: int | None
-) -> tuple[Part, ...]:
-    """The whole response in three parts, none of them copied or joined per scrape.
-
-    The engine part is rendered once per fetch and the bridge's settled self-metrics once per
-    change of theirs; only the per-scrape counters are written for this response. With gzip the
-    three are still one gzip member: several members in a row are valid (RFC 1952 §2.2), but
-    ``curl --compressed`` stops after the first one, without a word.
-    """
-    counters = metrics.render_scrape_counters(fmt)
-    settled = metrics.render_settled(fmt)  # ends with # EOF in OpenMetrics
-    if gzip_level is None:
-        return (*snapshot.engine_part(fmt, compressed=False), counters, settled)
-    return close_gzip(
-        snapshot.engine_part(fmt, compressed=True),
-        counters,
-        settled,
-        metrics.render_settled(fmt, gzip_level=gzip_level),
-    )
-
-
-async def _filtered_body(
-    snapshot: Snapshot, metrics: SelfMetrics, fmt: Format, names: set[str], gzip_level: int | None
-) -> tuple[Part, ...]:
-    """A ``name[]`` response: cut from the fetch's families, shared by requests for the same names.
-
-    The filtering runs off the event loop (cutting a family of 10^6 series by name takes a
-    pass over its bytes) and once per fetch, names, format and encoding: concurrent requests
-    wait for the same render and are answered from it without a copy.
-    """
-    families = snapshot.translation.families if snapshot.translation else ()
-    engine = await snapshot.filtered.get(families, frozenset(names), fmt, gzip_level)
-    own = metrics.render(fmt, names)  # prometheus_client's RestrictedRegistry: the same rule
-    eof = b"# EOF\n" if fmt is Format.OPENMETRICS else b""
-    if isinstance(engine, OpenGzip) and gzip_level is not None:  # the key holds the level
-        return close_gzip(engine, own + eof, b"", gzip_member(b"", gzip_level))
-    if isinstance(engine, OpenGzip):
-        raise TypeError("a compressed name[] render for an uncompressed request")
-    return (*engine, own + eof)
 
 
 async def _send(

@@ -14,7 +14,7 @@ from metricbridge.errors import UpstreamError
 from metricbridge.exposition.caches import CodecCaches
 from metricbridge.exposition.openmetrics_fit import Misfit
 from metricbridge.exposition.writer import write_chunks, write_pieces
-from metricbridge.model.family import AnyFamily, Body, Format
+from metricbridge.model.family import AnyFamily, Body, Family, Format
 from metricbridge.service.gzip_framing import OpenGzip, open_gzip
 from metricbridge.service.name_filter import FilteredRenders
 from metricbridge.service.scrape import Fetched, Upstream
@@ -73,6 +73,21 @@ class Snapshot:
     misfit: Misfit | None = None
     filtered: FilteredRenders = field(default_factory=FilteredRenders)  # name[] renders
     _renders: dict[tuple[Format, bool], tuple[Body, ...] | OpenGzip] = field(default_factory=dict)
+    _spelled: bool | None = None
+
+    @property
+    def spelled(self) -> bool:
+        """Whether a family was read with UTF-8 names (``exposition.name_spelling``).
+
+        An escaping but ``underscores`` then spells them otherwise than this snapshot's renders.
+        """
+        if self._spelled is None:
+            families = self.translation.families if self.translation else ()
+            self._spelled = any(
+                isinstance(family, Family) and family.meta.spellings is not None
+                for family in families
+            )
+        return self._spelled
 
     def served_format(self, fmt: Format) -> Format:
         """The format an answer negotiated as ``fmt`` is served in.
