@@ -95,7 +95,7 @@ def test_translate_help_documents_validation_and_output(capsys: pytest.CaptureFi
     text = _help(capsys, "translate", "--help")
     assert "--validation {full,structure}" in text
     assert "whatever the rules file's 'validation' says" in text
-    assert "full (default)" in text
+    assert "structure (default)" in text
     assert "mode 0666 minus the umask, an existing one keeps its mode" in text
     assert "only) is refused, as cp and sort -o refuse it" in text  # "read-" may wrap
     assert "OpenMetrics if a line is exactly '# EOF'" in text

@@ -325,12 +325,12 @@ def _stdin(monkeypatch: pytest.MonkeyPatch, payload: bytes) -> None:
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(payload)))
 
 
-def test_validation_defaults_to_full(
+def test_validation_full_reports_a_bad_value_at_its_line(
     monkeypatch: pytest.MonkeyPatch, capsysbinary: pytest.CaptureFixture[bytes]
 ) -> None:
     """The audit's case: a bad value inside a labelled block is reported with its line."""
     _stdin(monkeypatch, BAD_VALUE)
-    assert main(["translate"]) == 2
+    assert main(["translate", "--validation", "full"]) == 2
     captured = capsysbinary.readouterr()
     assert b"<stdin>: line 2, family sglang:zz: invalid value 'abc'" in captured.err
     assert captured.out == b""
@@ -339,9 +339,9 @@ def test_validation_defaults_to_full(
 def test_validation_structure_refuses_a_bad_value_as_full_does(
     monkeypatch: pytest.MonkeyPatch, capsysbinary: pytest.CaptureFixture[bytes]
 ) -> None:
-    """--validation structure, the service's mode, serves no bad value either: same report."""
+    """The default, the service's mode, serves no bad value either: the same report."""
     _stdin(monkeypatch, BAD_VALUE)
-    assert main(["translate", "--validation", "structure"]) == 2
+    assert main(["translate"]) == 2
     captured = capsysbinary.readouterr()
     assert b"<stdin>: line 2, family sglang:zz: invalid value 'abc'" in captured.err
     assert captured.out == b""
@@ -349,8 +349,8 @@ def test_validation_structure_refuses_a_bad_value_as_full_does(
 
 @pytest.mark.parametrize(
     ("setting", "argv", "used"),
-    [("structure", [], "full"), ("full", ["--validation", "structure"], "structure")],
-    ids=["config_structure_flag_default", "config_full_flag_structure"],
+    [("full", [], "structure"), ("structure", ["--validation", "full"], "full")],
+    ids=["config_full_flag_default", "config_structure_flag_full"],
 )
 def test_validation_flag_overrides_the_rules_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, setting: str, argv: list[str], used: str

@@ -205,9 +205,7 @@ async def test_a_family_stamped_before_1970_is_served_in_openmetrics(
     assert b"\nold 1 -5.0\n" in await response.read()
 
 
-UTF8_BODY = (
-    b'# HELP "my.gauge" A gauge.\n# TYPE "my.gauge" gauge\n{"my.gauge","lab.el"="b"} 1\n'
-)
+UTF8_BODY = b'# HELP "my.gauge" A gauge.\n# TYPE "my.gauge" gauge\n{"my.gauge","lab.el"="b"} 1\n'
 
 
 @pytest.mark.parametrize("gzipped", [False, True])

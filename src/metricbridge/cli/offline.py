@@ -83,12 +83,12 @@ def add_translate_command(commands: Any) -> None:  # noqa: ANN401 - argparse's s
     parser.add_argument(
         "--validation",
         choices=[Verify.FULL.value, Verify.STRUCTURE.value],
-        default=Verify.FULL.value,
-        help="how much of the input is checked, whatever the rules file's 'validation' says "
-        "(the service follows that). full (default): every sample line is parsed, so a bad "
-        "value is reported with its line number. structure: the service's default fast path, "
-        "which proves the bytes of the families no rule reads valid without parsing their lines "
-        "(a family that fails the proof is then parsed line by line)",
+        default=Verify.STRUCTURE.value,
+        help="how the input is read, whatever the rules file's 'validation' says (the service "
+        "follows that). structure (default): the service's fast path, which proves the bytes "
+        "of the families no rule reads valid without parsing their lines; a family that fails "
+        "the proof is parsed line by line, so every problem is reported with its line, as full "
+        "reports it. full: every sample line is parsed",
     )
     parser.add_argument(
         "--format",
@@ -260,7 +260,9 @@ def _translated(args: argparse.Namespace) -> bytes:
     # A repeated series is dropped and its family written, as Prometheus keeps the first
     # sample of a series repeated at one timestamp; said on stderr, and the exit is 0.
     fatal = [problem for problem in outcome.problems if not problem.family_kept]
-    lines = [f"{source}: {problem}" for problem in outcome.problems]
+    # In the order of the input's lines, whichever pass found each (problems of no line last).
+    in_order = sorted(outcome.problems, key=lambda problem: (problem.line is None, problem.line))
+    lines = [f"{source}: {problem}" for problem in in_order]
     if fatal:
         lines.append(f"{source}: {len(outcome.problems)} problem(s); nothing written")
         raise _UnusableInputError("\n".join(lines))

@@ -13,10 +13,9 @@ import platform
 import re
 import sys
 from collections.abc import Sequence
-from importlib import metadata
 from typing import Any, NoReturn
 
-from metricbridge import __version__
+import metricbridge
 
 # A requirement's project name, as PEP 508 spells it: what comes before any version, marker
 # or extra.
@@ -37,6 +36,8 @@ def reader_mode() -> tuple[str, str]:
 
 def runtime_dependencies() -> list[tuple[str, str]]:
     """Each runtime dependency of the installed package and its installed version."""
+    from importlib import metadata  # noqa: PLC0415 - only for --version: costly to import
+
     try:
         requirements = metadata.requires("metricbridge") or []
     except metadata.PackageNotFoundError:  # a source tree that was never installed
@@ -63,7 +64,7 @@ def version_text() -> str:
         *runtime_dependencies(),
     ]
     width = max(len(label) for label, _ in rows) + 2
-    lines = [f"metricbridge, version {__version__} (reader: {mode})"]
+    lines = [f"metricbridge, version {metricbridge.__version__} (reader: {mode})"]
     lines += [f"  {label + ':':<{width}}{value}" for label, value in rows]
     return "\n".join(lines)
 
