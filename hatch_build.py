@@ -1,11 +1,12 @@
-"""Build hook: compile the reader's optional C pass (``metricbridge.exposition._linescan``).
+"""Build hook: compile the reader's optional C passes (``exposition._linescan``, ``_blockdigest``).
 
-The package works without it (``metricbridge.exposition.line_match`` falls back to Python), so
-a machine without a C compiler still installs: the build says so on stderr and goes on, unless
+The package works without them (``exposition.line_match`` and ``block_digest`` fall back to
+Python), so a machine without a C compiler still installs: the build says so on stderr and goes
+on, unless
 ``METRICBRIDGE_REQUIRE_COMPILED`` is set (CI and the container's build stage set it, so that a
-broken compile fails there instead of shipping the slower path unnoticed). The one C file needs
-only CPython's headers, so the interpreter's own compiler settings are enough; setuptools is not
-needed for it.
+broken compile fails there instead of shipping the slower path unnoticed). Each C file is one
+module and needs only CPython's headers, so the interpreter's own compiler settings are enough;
+setuptools is not needed for them. Both are built, or neither is shipped.
 """
 
 from __future__ import annotations
@@ -23,12 +24,13 @@ from typing import Any
 from hatchling.builders.config import BuilderConfig
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
-SOURCE = Path("src/metricbridge/exposition/_linescan.c")
-WHEEL_PATH = "metricbridge/exposition/_linescan"
+PACKAGE = Path("src/metricbridge/exposition")
+WHEEL_DIRECTORY = "metricbridge/exposition"
+MODULES = ("_linescan", "_blockdigest")
 
 
 class CompileLineScan(BuildHookInterface[BuilderConfig]):
-    """Compiles the C pass into the wheel, or in place for an editable install."""
+    """Compiles the C passes into the wheel, or in place for an editable install."""
 
     PLUGIN_NAME = "custom"
 
@@ -37,26 +39,33 @@ class CompileLineScan(BuildHookInterface[BuilderConfig]):
         if self.target_name != "wheel":
             return
         suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-        source = Path(self.root) / SOURCE
+        package = Path(self.root) / PACKAGE
         if version == "editable":
-            # An editable install imports the package from src/, so the module is built there.
-            target = source.with_name(f"_linescan{suffix}")
+            # An editable install imports the package from src/, so the modules are built there.
+            directory = package
         else:
             self._scratch = tempfile.mkdtemp(prefix="metricbridge-build-")
-            target = Path(self._scratch) / f"_linescan{suffix}"
-        problem = _compile(source, target)
-        if problem is not None:
-            if os.environ.get("METRICBRIDGE_REQUIRE_COMPILED"):
-                raise RuntimeError(f"metricbridge: the C line scanner did not build: {problem}")
-            sys.stderr.write(
-                f"metricbridge: the C line scanner did not build ({problem}); "
-                "installing the pure-Python reader, which is slower\n"
-            )
-            return
+            directory = Path(self._scratch)
+        built: list[Path] = []
+        for module in MODULES:
+            target = directory / f"{module}{suffix}"
+            problem = _compile(package / f"{module}.c", target)
+            if problem is not None:
+                for done in built:
+                    done.unlink(missing_ok=True)  # one without the other is not shipped
+                if os.environ.get("METRICBRIDGE_REQUIRE_COMPILED"):
+                    raise RuntimeError(f"metricbridge: the C passes did not build: {problem}")
+                sys.stderr.write(
+                    f"metricbridge: the C passes did not build ({problem}); "
+                    "installing the pure-Python reader, which is slower\n"
+                )
+                return
+            built.append(target)
         build_data["pure_python"] = False
         build_data["infer_tag"] = True
         if version != "editable":
-            build_data["force_include"][str(target)] = f"{WHEEL_PATH}{suffix}"
+            for target in built:
+                build_data["force_include"][str(target)] = f"{WHEEL_DIRECTORY}/{target.name}"
 
     def finalize(self, version: str, build_data: dict[str, Any], artifact_path: str) -> None:
         """Remove the compiled module's scratch directory once the wheel holds it."""

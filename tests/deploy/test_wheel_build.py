@@ -54,9 +54,10 @@ def test_the_wheel_carries_the_compiled_pass_and_not_its_source(tmp_path: Path) 
     assert not list(_temp(out).glob("metricbridge-build-*"))
     name, files = _wheel(out)
     assert "-none-any" not in name  # a platform wheel: it holds a C module
-    assert any(
-        f.startswith("metricbridge/exposition/_linescan.") and f.endswith(".so") for f in files
-    )
+    for module in ("_linescan", "_blockdigest"):
+        assert any(
+            f.startswith(f"metricbridge/exposition/{module}.") and f.endswith(".so") for f in files
+        ), module
     assert not [f for f in files if f.endswith(".c")]
     assert "metricbridge/data/aliases.yaml" in files
 
@@ -69,12 +70,12 @@ def test_without_a_compiler_the_wheel_is_pure_python_and_says_so(tmp_path: Path)
     assert not [f for f in files if f.endswith(".so")]
     # pip shows a build's own output with -v (or when it fails).
     output = result.stdout + result.stderr
-    assert "the C line scanner did not build" in output
+    assert "the C passes did not build" in output
     assert "pure-Python reader" in output
 
 
 def test_a_required_compile_that_fails_fails_the_build(tmp_path: Path) -> None:
     result = _build(tmp_path, CC="false", METRICBRIDGE_REQUIRE_COMPILED="1")
     assert result.returncode != 0
-    assert "the C line scanner did not build" in result.stdout + result.stderr
+    assert "the C passes did not build" in result.stdout + result.stderr
     assert not list(tmp_path.glob("*.whl"))

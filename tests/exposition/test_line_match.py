@@ -21,7 +21,7 @@ from helpers.paths import OM_FIXTURES, TEXT_FIXTURES
 from helpers.strategies import expositions, mutate, render
 from helpers.strength import examples
 from metricbridge.errors import ExpositionError
-from metricbridge.exposition import byte_scan, line_match
+from metricbridge.exposition import block_digest, byte_scan, line_match
 from metricbridge.exposition.byte_scan import any_signed
 from metricbridge.exposition.caches import CodecCaches
 from metricbridge.exposition.reader import Exposition, read_exposition
@@ -63,14 +63,17 @@ def test_the_compiled_pass_is_built_where_it_is_required() -> None:
     if not os.environ.get("METRICBRIDGE_REQUIRE_COMPILED"):
         pytest.skip("METRICBRIDGE_REQUIRE_COMPILED is not set")
     assert line_match.COMPILED
+    assert block_digest.digest is not None
 
 
 def test_the_pure_python_switch_turns_the_pass_off() -> None:
     if os.environ.get("METRICBRIDGE_PURE_PYTHON"):
         assert not line_match.COMPILED
         assert byte_scan.match_heads is None
+        assert byte_scan.digest is None
     else:
         assert byte_scan.match_heads is line_match.match_heads
+        assert byte_scan.digest is block_digest.digest
 
 
 _HEAD_BYTES = st.binary(min_size=1, max_size=12).filter(lambda b: b" " not in b and b"\n" not in b)

@@ -9,9 +9,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
+from metricbridge.exposition.block_digest import Digest, digest
 from metricbridge.exposition.caches import CodecCaches
 from metricbridge.exposition.line_match import match_heads
+from metricbridge.model.cache import ByteLRU
 from metricbridge.model.family import Format
 from metricbridge.model.numbers import VALUE_SHAPE, canonical_shape
 
@@ -46,8 +49,12 @@ class BlockProof:
     """What ``prove_block`` found a block to be: its lines, its heads and its values."""
 
     lines: int
-    heads: list[bytes]  # the proven heads (the list ``proven_heads`` holds, when it holds them)
-    values: list[bytes] | None  # None only when ``settled`` and not asked for
+    # The proven heads (the list ``proven_heads`` holds, when it holds them); None for a block
+    # proven by its digest (``block_digest``), whose heads no one keeps.
+    heads: list[bytes] | None
+    # None only when ``settled`` and not asked for; a digested block's distinct value shapes,
+    # which every judge of values (``values_proven``, ``any_signed``) reads as it reads values.
+    values: list[bytes] | None
     # Every value is proven already (``line_match.SIMPLE_VALUE``: canonical, unsigned), so
     # the caller need not prove them, nor search them for negative, NaN or infinite counts.
     settled: bool
@@ -84,6 +91,26 @@ def prove_block(  # noqa: PLR0913, PLR0917 - the block's place in its payload, w
     if not needles or not payload.startswith(prefixes, start, end):
         return None  # not even the first line is one of the family's labelled samples
     cache = caches.proven_heads if caches is not None else None
+    if digest is not None and not keep_values and (cache is None or end - start > cache.budget):
+        # No cache would hold its heads: proven in one pass, without them (``block_digest``),
+        # unless two heads hash alike, which their bytes decide.
+        found = digest(payload, start, end)
+        if found is not False:
+            return _digested(found, needles)
+    return _split_proof(payload, start, end, needles, fmt, cache, keep_values=keep_values)
+
+
+def _split_proof(  # noqa: PLR0913, PLR0917 - prove_block's arguments, handed on
+    payload: bytes,
+    start: int,
+    end: int,
+    needles: tuple[bytes, ...],
+    fmt: Format,
+    cache: ByteLRU[tuple[Format, tuple[bytes, ...], bytes], Any] | None,
+    *,
+    keep_values: bool,
+) -> BlockProof | None:
+    """``prove_block`` by the block's heads: matched in place with those proven before, or split."""
     known = None
     if cache is not None:
         # The first head as the split below makes it: up to the first space or newline.
@@ -116,6 +143,21 @@ def prove_block(  # noqa: PLR0913, PLR0917 - the block's place in its payload, w
         # its bytes instead of holding a second copy of every head.
         heads = known.heads
     return BlockProof(lines, heads, parts[1::2], settled=False)
+
+
+def _digested(found: Digest | None, needles: tuple[bytes, ...]) -> BlockProof | None:
+    """``prove_block``'s verdict from the block's digest: its skeletons judged as the split's."""
+    if found is None:
+        return None
+    lines, skeletons, shapes = found
+    series: dict[Series, Skeleton] = {}
+    for text in skeletons:
+        skeleton = tuple(text.split(b'"'))
+        named = _skeleton_series(skeleton, needles)
+        # The same label names in another order name the same series: the exact path judges.
+        if named is None or series.setdefault(named, skeleton) != skeleton:
+            return None
+    return BlockProof(lines, None, shapes, settled=False)
 
 
 def values_proven(values: Iterable[bytes], caches: CodecCaches | None) -> bool:

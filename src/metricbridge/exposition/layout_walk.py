@@ -142,8 +142,8 @@ def read_walked(
                 # a block after a header pair it knows.
                 needles, checked = segment.known.needles, segment.checked
                 proof = prove_block(payload, start, end, needles, fmt, caches, keep_values=checked)
-                if proof is None:
-                    return None
+                if proof is None or proof.heads is None:
+                    return None  # a block grown past any cache: read in full, not remembered
                 proven = (proof.heads, proof.settled, proof.values)
                 gathered.changed.append((index, list(proof.heads)))
             lines = len(proven[0])

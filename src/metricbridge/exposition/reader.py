@@ -255,7 +255,7 @@ class _Reader(GeneralReader):
             if self._admit(declared, self.line, known.occupied):
                 family = RawFamily(known.meta, body, self.fmt, self.line + 2, lines)
                 self.result.families.append(family)
-                if checked and proof.values is not None:
+                if checked and proof.heads is not None and proof.values is not None:
                     self.splits[id(family)] = BlockSplit(family, proof.heads, proof.values)
                 closed = Closed(family, [], known.occupied, None, known, self.line, piece)
             else:
@@ -375,7 +375,9 @@ def read_exposition(
             line=unterminated,
         )
     screen(exposition, caches, reader.splits, signed=reader.signed)
-    layout = layout_of(payload, exposition, caches) if walkable and caches is not None else None
+    layout = None
+    if walkable is not None and caches is not None:
+        layout = layout_of(payload, exposition, caches, walkable.layouts.budget)
     if walkable is not None and layout is not None:
         walkable.remember(layout)
     return exposition

@@ -159,8 +159,13 @@ def walk(payload: bytes, layout: PayloadLayout) -> Walked | None:
     return walk_python(payload, layout.headers, layout.heads, layout.wanted)
 
 
-def layout_of(payload: bytes, exposition: Exposition, caches: CodecCaches) -> PayloadLayout | None:
+def layout_of(
+    payload: bytes, exposition: Exposition, caches: CodecCaches, budget: int | None = None
+) -> PayloadLayout | None:
     """The layout of a payload read in full with nothing refused, if the walk can repeat it.
+
+    None too when it would not fit in ``budget`` bytes, which is known before its heads are
+    copied: at least the needle each head starts with, and the overheads, per line.
 
     It can when the payload is its families one after the other, each a HELP and a TYPE line
     the reader remembered (``caches.read_headers``) and a block: proven heads if the read kept
@@ -172,7 +177,7 @@ def layout_of(payload: bytes, exposition: Exposition, caches: CodecCaches) -> Pa
     if exposition.problems or exposition.renamed_samples:
         return None
     segments: list[Segment] = []
-    pos, line = 0, 1
+    pos, line, held = 0, 1, 0
     for family in exposition.families:
         end = _header_end(payload, pos)
         if end < 0:
@@ -192,6 +197,10 @@ def layout_of(payload: bytes, exposition: Exposition, caches: CodecCaches) -> Pa
             and family.sample_count == lines
             and len(family.body) == stop - start
         ):
+            shortest = min(map(len, known.needles), default=1) - 1
+            held += SEGMENT_OVERHEAD + 2 * (start - pos) + lines * (HEAD_OVERHEAD + shortest)
+            if budget is not None and held > budget:
+                return None  # a family of 10^6 series: its heads alone are over the budget
             heads = _proven_heads(payload, start, stop, known, fmt, caches)
         checked = heads is not None and known.meta.type in CHECKED_TYPES
         segments.append(Segment(payload[pos:start], known, heads, checked))
