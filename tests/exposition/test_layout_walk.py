@@ -108,6 +108,16 @@ def test_a_new_series_is_proven_in_the_walk_and_remembered() -> None:
     walked = walk_python(changed, after.headers, after.heads, after.wanted)
     assert walked is not None
     assert all(simple is not None for _, simple, _ in walked)
+    # The size the memory is charged, kept up as the heads changed, is what a new count says.
+    counted = PayloadLayout.of(
+        after.fmt,
+        after.segments,
+        after.tail,
+        headers=after.headers,
+        heads=after.heads,
+        wanted=after.wanted,
+    )
+    assert after.size() == counted.size()
 
 
 @pytest.mark.parametrize("fixture", OM_FIXTURES, ids=lambda path: path.name)

@@ -375,12 +375,18 @@ def read_exposition(
             line=unterminated,
         )
     screen(exposition, caches, reader.splits, signed=reader.signed)
-    layout = None
     if walkable is not None and caches is not None:
-        layout = layout_of(payload, exposition, caches, walkable.layouts.budget)
-    if walkable is not None and layout is not None:
-        walkable.remember(layout)
+        _remember_layout(payload, exposition, walkable, caches)
     return exposition
+
+
+def _remember_layout(
+    payload: bytes, exposition: Exposition, memory: ScrapeMemory, caches: CodecCaches
+) -> None:
+    """Keep the payload's layout in its upstream's memory, if the walk can repeat it there."""
+    layout = layout_of(payload, exposition, caches, memory.layouts.budget)
+    if layout is not None:
+        memory.remember(layout)
 
 
 def _walkable(payload: bytes, verify: Verify, caches: CodecCaches | None) -> bool:

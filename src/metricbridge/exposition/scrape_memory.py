@@ -73,24 +73,49 @@ class PayloadLayout:
     heads: list[list[bytes] | None]
     wanted: list[bool]
     created: bool  # a family's name ends in ``_created``: the text reader may fold it in
+    # What ``size`` answers, worked out once: a layout is remembered again whenever a block's
+    # heads change, and summing a 10 MB engine's heads took as long as walking them.
+    held: int
+
+    @classmethod
+    def of(  # noqa: PLR0913 - the fields but the two worked out here
+        cls,
+        fmt: Format,
+        segments: tuple[Segment, ...],
+        tail: bytes,
+        *,
+        headers: list[bytes],
+        heads: list[list[bytes] | None],
+        wanted: list[bool],
+    ) -> PayloadLayout:
+        """A layout of these segments, with its size and ``created`` worked out."""
+        created = any(segment.known.meta.name.endswith("_created") for segment in segments)
+        held = sum(map(_segment_size, segments)) + len(tail)
+        return cls(fmt, segments, tail, headers, heads, wanted, created, held)
 
     def size(self) -> int:
         """The len() of what it holds, with overheads, for the cache's estimate."""
-        held = 0
-        for segment in self.segments:
-            held += SEGMENT_OVERHEAD + 2 * len(segment.header) + segment.known.size()
-            if segment.heads is not None:
-                held += sum(map(len, segment.heads)) + HEAD_OVERHEAD * len(segment.heads)
-        return held + len(self.tail)
+        return self.held
 
     def with_heads(self, changed: list[tuple[int, list[bytes]]]) -> PayloadLayout:
         """The same layout with new proven heads for some families (by index)."""
         segments = list(self.segments)
         heads = list(self.heads)
+        held = self.held
         for index, proven in changed:
+            held += _heads_size(proven) - _heads_size(segments[index].heads)
             segments[index] = dataclasses.replace(segments[index], heads=proven)
             heads[index] = proven
-        return dataclasses.replace(self, segments=tuple(segments), heads=heads)
+        return dataclasses.replace(self, segments=tuple(segments), heads=heads, held=held)
+
+
+def _heads_size(heads: list[bytes] | None) -> int:
+    return 0 if heads is None else sum(map(len, heads)) + HEAD_OVERHEAD * len(heads)
+
+
+def _segment_size(segment: Segment) -> int:
+    own = SEGMENT_OVERHEAD + 2 * len(segment.header) + segment.known.size()
+    return own + _heads_size(segment.heads)
 
 
 class ScrapeMemory:
@@ -159,7 +184,7 @@ def walk(payload: bytes, layout: PayloadLayout) -> Walked | None:
     return walk_python(payload, layout.headers, layout.heads, layout.wanted)
 
 
-def layout_of(
+def layout_of(  # noqa: PLR0911 - each return is a reason the walk cannot repeat the payload
     payload: bytes, exposition: Exposition, caches: CodecCaches, budget: int | None = None
 ) -> PayloadLayout | None:
     """The layout of a payload read in full with nothing refused, if the walk can repeat it.
@@ -209,14 +234,13 @@ def layout_of(
     tail = payload[pos:]
     if tail not in ((b"# EOF\n", b"# EOF") if fmt is Format.OPENMETRICS else (b"",)):
         return None
-    layout = PayloadLayout(
+    layout = PayloadLayout.of(
         fmt,
         tuple(segments),
         tail,
-        [segment.header for segment in segments],
-        [segment.heads for segment in segments],
-        [segment.checked for segment in segments],
-        any(segment.known.meta.name.endswith("_created") for segment in segments),
+        headers=[segment.header for segment in segments],
+        heads=[segment.heads for segment in segments],
+        wanted=[segment.checked for segment in segments],
     )
     # The heads were taken from what the read proved; the walk confirms they are these bytes'.
     return layout if walk(payload, layout) is not None else None
