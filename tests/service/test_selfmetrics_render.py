@@ -5,10 +5,15 @@ from __future__ import annotations
 import gzip
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from prometheus_client import Gauge
 
+from helpers.strength import examples
 from metricbridge.exposition.caches import CodecCaches
 from metricbridge.model.family import Format
 from metricbridge.service import selfmetrics
+from metricbridge.service.metric_collectors import TrackedCounter, TrackedGauge, _WithoutCreated
 from metricbridge.service.selfmetrics import SelfMetrics
 
 
@@ -54,3 +59,61 @@ def test_families_kept_from_the_last_render_are_the_ones_that_did_not_change(fmt
         assert rendered.removesuffix(b"# EOF\n") == fresh
         renders.append(rendered)
     assert len(set(renders)) == 4  # every step changed a value, and the render shows it
+
+
+def _samples(families: list) -> list[tuple[str, tuple[tuple[str, str], ...], float]]:  # type: ignore[type-arg]
+    return [
+        (sample.name, tuple(sorted(sample.labels.items())), sample.value)
+        for family in families
+        for sample in family.samples
+    ]
+
+
+def test_a_tracked_family_is_collected_again_only_once_it_changed() -> None:
+    """The same objects while nothing moved; afresh after a change, a new series, an inc."""
+    gauge = TrackedGauge("g", "A gauge.", ["a"], registry=None)
+    counter = TrackedCounter("c", "A counter.", ["a"], registry=None)
+    gauges, counters = _WithoutCreated(gauge), _WithoutCreated(counter)
+    gauge.labels("1").set(5)
+    first = list(gauges.collect())
+    gauge.labels("1").set(5)  # the value it holds: no change
+    assert next(iter(gauges.collect())) is first[0]
+    gauge.labels("1").set(6)
+    moved = list(gauges.collect())
+    assert moved[0] is not first[0]
+    assert _samples(moved) == [("g", (("a", "1"),), 6.0)]
+    gauge.labels("2")  # a new series, at 0
+    assert _samples(list(gauges.collect()))[-1] == ("g", (("a", "2"),), 0.0)
+    counter.labels("1").inc()
+    before = list(counters.collect())
+    counter.labels("1").inc(0)
+    assert next(iter(counters.collect())) is before[0]
+    counter.labels("1").inc(2)
+    assert ("c_total", (("a", "1"),), 3.0) in _samples(list(counters.collect()))
+    with pytest.raises(TypeError, match="set_function"):
+        gauge.labels("1").set_function(lambda: 1.0)
+
+
+OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["set", "inc", "dec", "labels"]),
+        st.sampled_from("xyz"),
+        st.sampled_from([0.0, 1.0, 2.5, -1.0]),
+    ),
+    max_size=30,
+)
+
+
+@settings(deadline=None, max_examples=examples(300, 60))
+@given(ops=OPS)
+def test_a_tracked_gauge_collects_what_prometheus_clients_own_does(ops: list) -> None:  # type: ignore[type-arg]
+    """Whatever is done to it, collected after each step: the samples of an untracked twin."""
+    tracked = TrackedGauge("g", "A gauge.", ["a"], registry=None)
+    twin = Gauge("g", "A gauge.", ["a"], registry=None)
+    wrapped = _WithoutCreated(tracked)
+    for op, label, value in ops:
+        for gauge in (tracked, twin):
+            child = gauge.labels(label)
+            if op != "labels":
+                getattr(child, op)(value)
+        assert _samples(list(wrapped.collect())) == _samples(list(twin.collect()))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, Counter, Gauge
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, RestrictedRegistry
 from prometheus_client.samples import Sample
@@ -69,23 +69,110 @@ class ScrapeCounter(Collector):
         yield self._family(samples=False)
 
 
+class _Tracked:
+    """A prometheus_client metric that counts its own changes (mixed into Counter and Gauge).
+
+    Every response carries the settled self-metrics, and most of them do not move from one
+    fetch to the next (an upstream's up, the families and samples served, the contract's rows),
+    but prometheus_client has no way to tell: collecting them all was most of what a scrape of a
+    small engine cost. ``changes`` is one counter shared by the metric and its children, bumped
+    by any update that changes a value or adds a series (a gauge set to the value it holds is
+    no change), so that ``_WithoutCreated`` collects a family again only when it moved.
+    """
+
+    changes: list[int]
+    _seen: set[tuple[object, ...]]
+    _last: float | None
+
+    def _track(self) -> None:
+        if not hasattr(self, "changes"):
+            self.changes, self._seen, self._last = [0], set(), None
+
+    def labels(self, *values: Any, **named: Any) -> Any:  # noqa: ANN401 - prometheus_client's
+        """The child for these label values; a new one is a change."""
+        self._track()
+        child = super().labels(*values, **named)  # type: ignore[misc]
+        key = values or tuple(sorted(named.items()))
+        if key not in self._seen:
+            self._seen.add(key)
+            self.changes[0] += 1
+        if getattr(child, "changes", None) is not self.changes:  # a child seen for the first time
+            child.changes = self.changes
+            child._seen, child._last = set(), None  # noqa: SLF001 - its own class's fields
+        return child
+
+    def _moved(self, *, changed: bool = True) -> None:
+        self._track()
+        if changed:
+            self.changes[0] += 1
+
+
+class TrackedCounter(_Tracked, Counter):
+    """A ``Counter`` that counts its changes (``_Tracked``)."""
+
+    def inc(self, amount: float = 1, exemplar: dict[str, str] | None = None) -> None:
+        """Add ``amount``; 0 is no change."""
+        self._moved(changed=amount != 0)
+        super().inc(amount, exemplar)
+
+
+class TrackedGauge(_Tracked, Gauge):
+    """A ``Gauge`` that counts its changes (``_Tracked``); setting the value it holds is none."""
+
+    def set(self, value: float) -> None:
+        """Set the value; the one it holds already is no change."""
+        self._track()
+        self._moved(changed=self._last != value)
+        self._last = value
+        super().set(value)
+
+    def inc(self, amount: float = 1) -> None:
+        """Add ``amount``."""
+        self._moved(changed=amount != 0)
+        self._last = None
+        super().inc(amount)
+
+    def dec(self, amount: float = 1) -> None:
+        """Take ``amount`` away."""
+        self._moved(changed=amount != 0)
+        self._last = None
+        super().dec(amount)
+
+    def set_function(self, f: Any) -> None:  # noqa: ANN401, ARG002 - prometheus_client's
+        """Refused: a value read at collection time cannot be known unchanged."""
+        raise TypeError(f"{type(self).__name__}: set_function cannot be tracked")
+
+
 class _WithoutCreated(Collector):
     """A metric as prometheus_client collects it, less its ``_created`` series.
 
     They would double the family count and no dashboard reads them. prometheus_client's own
     switch (``disable_created_metrics``) is process-wide: it would change every other registry
-    of an embedding process, so the series are left out here, per metric, instead.
+    of an embedding process, so the series are left out here, per metric, instead. A tracked
+    metric (``_Tracked``) is collected again only once it changed.
     """
 
     def __init__(self, metric: Collector) -> None:
         self._metric = metric
+        self._kept: tuple[int, list[Metric]] | None = None
+        if isinstance(metric, _Tracked):
+            metric._track()  # noqa: SLF001 - the two work together
 
     def collect(self) -> Iterator[Metric]:
-        """The metric's families (collected afresh each time) without ``<name>_created``."""
+        """The metric's families without ``<name>_created``: as last collected if unchanged."""
+        changes = getattr(self._metric, "changes", None)
+        kept = self._kept
+        if changes is not None and kept is not None and kept[0] == changes[0]:
+            yield from kept[1]
+            return
+        families = []
         for family in self._metric.collect():
             created = family.name + "_created"
             family.samples = [sample for sample in family.samples if sample.name != created]
-            yield family
+            families.append(family)
+        if changes is not None:
+            self._kept = (changes[0], families)
+        yield from families
 
     def describe(self) -> Iterable[Metric]:
         """The metric's own description, so a restricted registry knows its names."""

@@ -20,7 +20,7 @@ import platform
 from collections.abc import Iterable
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Histogram
 
 from metricbridge import __version__
 from metricbridge.exposition import line_match
@@ -33,6 +33,8 @@ from metricbridge.service.metric_collectors import (
     CacheMetrics,
     MirroredRegistry,
     ScrapeCounter,
+    TrackedCounter,
+    TrackedGauge,
     Written,
     generate_families,
 )
@@ -89,7 +91,7 @@ class SelfMetrics:
         self.registry.register(self.connections)
         # process_*, python_info, python_gc_*: they move between scrapes too.
         self.runtime = RuntimeMetrics(self.registry)
-        self.gave_up = Counter(
+        self.gave_up = TrackedCounter(
             "metricbridge_scrapes_gave_up_total",
             "Requests answered without engine data because their own timeout ran out, by the "
             "stage the fetch was at (fetch: waiting on upstreams; translation: reading, "
@@ -99,7 +101,7 @@ class SelfMetrics:
         )
         for stage in ("fetch", "translation"):
             self.gave_up.labels(stage)
-        self.upstream_up = Gauge(
+        self.upstream_up = TrackedGauge(
             "metricbridge_upstream_up",
             "1 if the last fetch of the upstream succeeded.",
             ["upstream"],
@@ -112,61 +114,61 @@ class SelfMetrics:
             buckets=_FETCH_BUCKETS,
             registry=registry,
         )
-        self.upstream_bytes = Gauge(
+        self.upstream_bytes = TrackedGauge(
             "metricbridge_upstream_response_bytes",
             "Body size of the last successful upstream fetch.",
             ["upstream"],
             registry=registry,
         )
-        self.largest_family = Gauge(
+        self.largest_family = TrackedGauge(
             "metricbridge_largest_family_samples",
             "Samples in the largest family a rule reads, in the upstream's last payload read.",
             ["upstream"],
             registry=registry,
         )
-        self.family_sample_limit = Gauge(
+        self.family_sample_limit = TrackedGauge(
             "metricbridge_family_sample_limit",
             "The most samples a family a rule reads may hold; a larger one is dropped "
             "(samples_dropped_total reason sample_limit). 0: no limit.",
             registry=registry,
         )
         # The bounds those figures are held to, so a dashboard can show how close they come.
-        self.upstream_max_bytes = Gauge(
+        self.upstream_max_bytes = TrackedGauge(
             "metricbridge_upstream_max_bytes",
             "The largest upstream body accepted (--upstream-max-bytes); a larger one fails "
             "with reason oversize.",
             registry=registry,
         )
-        self.upstream_timeout = Gauge(
+        self.upstream_timeout = TrackedGauge(
             "metricbridge_upstream_timeout_seconds",
             "The cap on one upstream fetch (--upstream-timeout).",
             registry=registry,
         )
-        self.upstream_failures = Counter(
+        self.upstream_failures = TrackedCounter(
             "metricbridge_upstream_failures_total",
             "Failed upstream fetches by reason.",
             ["upstream", "reason"],
             registry=registry,
         )
-        self.families = Gauge(
+        self.families = TrackedGauge(
             "metricbridge_families",
             "Families in the last translation, by direction (in, out).",
             ["direction"],
             registry=registry,
         )
-        self.samples = Gauge(
+        self.samples = TrackedGauge(
             "metricbridge_samples",
             "Samples in the last translation, by direction (in, out).",
             ["direction"],
             registry=registry,
         )
-        self.samples_dropped = Counter(
+        self.samples_dropped = TrackedCounter(
             "metricbridge_samples_dropped_total",
             "Upstream samples not served, by reason.",
             ["reason"],
             registry=registry,
         )
-        self.exposition_problems = Counter(
+        self.exposition_problems = TrackedCounter(
             "metricbridge_exposition_problems_total",
             "Upstream families dropped because they could not be read or broke their type's "
             "rules, by reason (see the log for the line).",
@@ -180,45 +182,45 @@ class SelfMetrics:
             buckets=_FETCH_BUCKETS,
             registry=registry,
         )
-        self.reload_success = Gauge(
+        self.reload_success = TrackedGauge(
             "metricbridge_config_last_reload_successful",
             "1 if the last config load succeeded.",
             registry=registry,
         )
-        self._reloads_refused = Counter(
+        self._reloads_refused = TrackedCounter(
             "metricbridge_reloads_refused",
             "POST /-/reload requests refused, by reason (lifecycle_disabled: started without "
             "--web.enable-lifecycle; too_frequent: sooner than a second after the last reload).",
             ["reason"],
             registry=registry,
         )
-        self.reload_timestamp = Gauge(
+        self.reload_timestamp = TrackedGauge(
             "metricbridge_config_last_reload_success_timestamp_seconds",
             "Time of the last successful config load.",
             registry=registry,
         )
-        self.contract_rows = Gauge(
+        self.contract_rows = TrackedGauge(
             "metricbridge_contract_rows",
             "Contract rows by state in the last translation.",
             ["state"],
             registry=registry,
         )
-        self.warm_zero_series = Gauge(
+        self.warm_zero_series = TrackedGauge(
             "metricbridge_warm_zero_series",
             "Series served as warm-zero (synthetic 0) in the last translation.",
             registry=registry,
         )
-        self.idle = Gauge(
+        self.idle = TrackedGauge(
             "metricbridge_idle",
             "1 while the engine is judged idle and gauges are zeroed.",
             registry=registry,
         )
-        self.idle_since = Gauge(
+        self.idle_since = TrackedGauge(
             "metricbridge_idle_since_seconds",
             "How long the engine has been idle (0 when busy).",
             registry=registry,
         )
-        self.idle_zeroed = Gauge(
+        self.idle_zeroed = TrackedGauge(
             "metricbridge_idle_zeroed_family",
             "1 for each family currently served as 0 because the engine is idle.",
             ["family"],
@@ -226,29 +228,29 @@ class SelfMetrics:
         )
         # Registered by the first poll: with polling off (--no-server-info), a 0 here would
         # read as a failing engine, and before the first poll ends there is nothing to say.
-        self.server_info_up = Gauge(
+        self.server_info_up = TrackedGauge(
             "metricbridge_server_info_up",
             "1 if the last fetch of the engine's /server_info succeeded.",
             registry=None,
         )
-        self._server_info_failures = Counter(
+        self._server_info_failures = TrackedCounter(
             "metricbridge_server_info_failures",
             "Failed polls of the engine's /server_info, by reason (timeout, http, status, "
             "not_found, too_large, malformed).",
             ["reason"],
             registry=None,
         )
-        self._server_info_bytes = Gauge(
+        self._server_info_bytes = TrackedGauge(
             "metricbridge_server_info_response_bytes",
             "Body size of the last successful /server_info poll (0 before one).",
             registry=None,
         )
-        self.server_info_max_bytes = Gauge(
+        self.server_info_max_bytes = TrackedGauge(
             "metricbridge_server_info_max_bytes",
             "The largest /server_info body read; a larger one fails with reason too_large.",
             registry=None,
         )
-        build = Gauge(
+        build = TrackedGauge(
             "metricbridge_build_info",
             "Build information; the value is always 1. reader: compiled when the C line pass "
             "was built at install time, python when the slower pure-Python reader is in use.",
