@@ -31,7 +31,9 @@ from metricbridge.model.regex import Pattern
 from metricbridge.translation.rows import RowStatus
 
 
-@dataclass(frozen=True, slots=True)
+# Compared and hashed by identity (eq=False): the relabel results cache is keyed by a rule's
+# steps themselves, once per projection, and a step is one compiled object per rule.
+@dataclass(frozen=True, slots=True, eq=False)
 class CompiledRelabel:
     """A relabel step ready to run: anchored regex, templates parsed into parts."""
 

@@ -8,8 +8,9 @@ those outcomes for the next payload.
 
 The cache belongs to whoever runs the translations (the service's bridge, for its life), is
 bounded in bytes (``model.cache.ByteLRU``), and is emptied when the rules change. A result is
-only ever used with the very steps that made it: an entry remembers its steps and a lookup
-with other steps (rules compiled again, a second relabel rule) is a miss, whatever was reset.
+only ever used with the very steps that made it: entries are keyed by the steps themselves
+(``CompiledRelabel`` compares by identity, so rules compiled again, or a second relabel rule,
+are other keys) and hold them, so no other steps can come to share a key.
 """
 
 from __future__ import annotations
@@ -53,22 +54,20 @@ class RelabelCache:
     __slots__ = ("lru",)
 
     def __init__(self, budget: int = DEFAULT_BUDGET) -> None:
-        # By the steps' identity and the projection; the entry keeps its steps alive and checks
-        # them on every hit, so an identity reused by other steps cannot match.
-        self.lru: ByteLRU[tuple[int, Projection], tuple[Steps, Relabelled]] = ByteLRU(
+        # By the steps (hashed by identity: ``CompiledRelabel``) and the projection; the
+        # outcome in a 1-tuple, since None (the series is dropped) is an outcome.
+        self.lru: ByteLRU[tuple[Steps, Projection], tuple[Relabelled]] = ByteLRU(
             "relabel_results", budget
         )
 
     def get(self, key: Projection, steps: Steps) -> Relabelled | Miss:
         """The outcome remembered for a projection under ``steps``, or ``MISS``."""
-        entry = self.lru.get((id(steps), key))
-        if entry is None or entry[0] is not steps:
-            return MISS
-        return entry[1]
+        entry = self.lru.get((steps, key))
+        return MISS if entry is None else entry[0]
 
     def put(self, key: Projection, steps: Steps, outcome: Relabelled) -> None:
         """Remember ``outcome`` for a projection under ``steps``."""
-        self.lru.put((id(steps), key), (steps, outcome), _size(key, outcome))
+        self.lru.put((steps, key), (outcome,), _size(key, outcome))
 
     def reset(self) -> None:
         """Forget every outcome (the rules changed); the counters keep counting."""
