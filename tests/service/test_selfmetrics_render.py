@@ -90,13 +90,19 @@ def test_a_tracked_family_is_collected_again_only_once_it_changed() -> None:
     assert next(iter(counters.collect())) is before[0]
     counter.labels("1").inc(2)
     assert ("c_total", (("a", "1"),), 3.0) in _samples(list(counters.collect()))
+    gauge.remove("2")  # a series gone is a change too
+    assert [labels for _, labels, _ in _samples(list(gauges.collect()))] == [(("a", "1"),)]
+    gauge.labels("2").set(1)  # and back again
+    assert ("g", (("a", "2"),), 1.0) in _samples(list(gauges.collect()))
+    gauge.clear()
+    assert _samples(list(gauges.collect())) == []
     with pytest.raises(TypeError, match="set_function"):
         gauge.labels("1").set_function(lambda: 1.0)
 
 
 OPS = st.lists(
     st.tuples(
-        st.sampled_from(["set", "inc", "dec", "labels"]),
+        st.sampled_from(["set", "inc", "dec", "labels", "remove"]),
         st.sampled_from("xyz"),
         st.sampled_from([0.0, 1.0, 2.5, -1.0]),
     ),
@@ -111,9 +117,16 @@ def test_a_tracked_gauge_collects_what_prometheus_clients_own_does(ops: list) ->
     tracked = TrackedGauge("g", "A gauge.", ["a"], registry=None)
     twin = Gauge("g", "A gauge.", ["a"], registry=None)
     wrapped = _WithoutCreated(tracked)
+    seen: dict[int, set[tuple[str, ...]]] = {id(tracked): set(), id(twin): set()}
     for op, label, value in ops:
         for gauge in (tracked, twin):
+            if op == "remove":
+                if (label,) in seen[id(gauge)]:
+                    gauge.remove(label)
+                    seen[id(gauge)].discard((label,))
+                continue
             child = gauge.labels(label)
+            seen[id(gauge)].add((label,))
             if op != "labels":
                 getattr(child, op)(value)
         assert _samples(list(wrapped.collect())) == _samples(list(twin.collect()))

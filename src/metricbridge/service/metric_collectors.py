@@ -101,6 +101,20 @@ class _Tracked:
             child._seen, child._last = set(), None  # noqa: SLF001 - its own class's fields
         return child
 
+    def remove(self, *values: Any) -> None:  # noqa: ANN401 - prometheus_client's
+        """Drop a series: a change."""
+        self._track()
+        super().remove(*values)  # type: ignore[misc]
+        self._seen.discard(values)
+        self.changes[0] += 1
+
+    def clear(self) -> None:
+        """Drop every series: a change."""
+        self._track()
+        super().clear()  # type: ignore[misc]
+        self._seen.clear()
+        self.changes[0] += 1
+
     def _moved(self, *, changed: bool = True) -> None:
         self._track()
         if changed:
