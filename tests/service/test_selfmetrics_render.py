@@ -7,14 +7,20 @@ import gzip
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from prometheus_client import Gauge
+from prometheus_client import CollectorRegistry, Gauge
 
 from helpers.strength import examples
 from metricbridge.exposition.caches import CodecCaches
+from metricbridge.model.cache import ByteLRU
 from metricbridge.model.family import Format
 from metricbridge.service import selfmetrics
-from metricbridge.service.metric_collectors import TrackedCounter, TrackedGauge, _WithoutCreated
 from metricbridge.service.selfmetrics import SelfMetrics
+from metricbridge.service.settled_metrics import (
+    MirroredRegistry,
+    TrackedCounter,
+    TrackedGauge,
+    WithoutCreated,
+)
 
 
 @pytest.mark.parametrize("fmt", list(Format))
@@ -23,13 +29,13 @@ def test_a_gzip_response_reuses_the_plain_render(
 ) -> None:
     """Plain then gzip, as every gzip response asks: one generation, the same bytes inside."""
     calls: list[Format] = []
-    generate = selfmetrics.generate_families
+    render = MirroredRegistry.render
 
-    def counted(registry, fmt, caches, written=None):  # type: ignore[no-untyped-def]
+    def counted(registry, fmt, caches, written):  # type: ignore[no-untyped-def]
         calls.append(fmt)
-        return generate(registry, fmt, caches, written)
+        return render(registry, fmt, caches, written)
 
-    monkeypatch.setattr(selfmetrics, "generate_families", counted)
+    monkeypatch.setattr(MirroredRegistry, "render", counted)
     metrics = SelfMetrics()
     metrics.upstream_failures.labels("u", "timeout").inc()
     metrics.changed()
@@ -73,7 +79,7 @@ def test_a_tracked_family_is_collected_again_only_once_it_changed() -> None:
     """The same objects while nothing moved; afresh after a change, a new series, an inc."""
     gauge = TrackedGauge("g", "A gauge.", ["a"], registry=None)
     counter = TrackedCounter("c", "A counter.", ["a"], registry=None)
-    gauges, counters = _WithoutCreated(gauge), _WithoutCreated(counter)
+    gauges, counters = WithoutCreated(gauge), WithoutCreated(counter)
     gauge.labels("1").set(5)
     first = list(gauges.collect())
     gauge.labels("1").set(5)  # the value it holds: no change
@@ -116,7 +122,7 @@ def test_a_tracked_gauge_collects_what_prometheus_clients_own_does(ops: list) ->
     """Whatever is done to it, collected after each step: the samples of an untracked twin."""
     tracked = TrackedGauge("g", "A gauge.", ["a"], registry=None)
     twin = Gauge("g", "A gauge.", ["a"], registry=None)
-    wrapped = _WithoutCreated(tracked)
+    wrapped = WithoutCreated(tracked)
     seen: dict[int, set[tuple[str, ...]]] = {id(tracked): set(), id(twin): set()}
     for op, label, value in ops:
         for gauge in (tracked, twin):
@@ -130,3 +136,23 @@ def test_a_tracked_gauge_collects_what_prometheus_clients_own_does(ops: list) ->
             if op != "labels":
                 getattr(child, op)(value)
         assert _samples(list(wrapped.collect())) == _samples(list(twin.collect()))
+
+
+@pytest.mark.parametrize("fmt", list(Format))
+def test_the_cache_figures_written_straight_are_what_their_collection_writes(fmt: Format) -> None:
+    """``CacheMetrics.render_text`` against generate_families over the same figures, as they move."""
+    metrics = SelfMetrics()
+    caches = [ByteLRU("alpha", 1 << 20), ByteLRU("beta_cache", 4096)]
+    metrics.track_caches(caches)
+    for step in range(3):
+        caches[0].put(("k", step), "v" * step, 10 * step)
+        caches[1].get("missing")
+        metrics.changed()
+        straight = metrics.cache_metrics.render_text(fmt, CodecCaches())
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(metrics.cache_metrics)
+        assert straight.encode() == selfmetrics.generate_families(registry, fmt, CodecCaches())
+        assert 'metricbridge_cache_hits_total{cache="alpha"}' in straight
+        rendered = metrics.render_settled(fmt)
+        fresh = selfmetrics.generate_families(metrics._settled, fmt, CodecCaches())
+        assert rendered.removesuffix(b"# EOF\n") == fresh

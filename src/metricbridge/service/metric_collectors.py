@@ -1,15 +1,16 @@
 """The collectors behind the self-metrics that prometheus_client's own classes cannot be.
 
-Per-scrape counters written by hand, cache figures settled once per fetch, and the registry
-that keeps every other metric without its ``_created`` series. ``SelfMetrics`` assembles them.
+Per-scrape counters written by hand, cache figures settled once per fetch, and the writer of
+collected families in the bridge's own wire code. ``settled_metrics`` holds the metrics that
+count their changes and the registry of them; ``SelfMetrics`` assembles both.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, ClassVar
 
-from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, RestrictedRegistry
 from prometheus_client.samples import Sample
@@ -69,145 +70,6 @@ class ScrapeCounter(Collector):
         yield self._family(samples=False)
 
 
-class _Tracked:
-    """A prometheus_client metric that counts its own changes (mixed into Counter and Gauge).
-
-    Every response carries the settled self-metrics, and most of them do not move from one
-    fetch to the next (an upstream's up, the families and samples served, the contract's rows),
-    but prometheus_client has no way to tell: collecting them all was most of what a scrape of a
-    small engine cost. ``changes`` is one counter shared by the metric and its children, bumped
-    by any update that changes a value or adds a series (a gauge set to the value it holds is
-    no change), so that ``_WithoutCreated`` collects a family again only when it moved.
-    """
-
-    changes: list[int]
-    _seen: set[tuple[object, ...]]
-    _last: float | None
-
-    def _track(self) -> None:
-        if not hasattr(self, "changes"):
-            self.changes, self._seen, self._last = [0], set(), None
-
-    def labels(self, *values: Any, **named: Any) -> Any:  # noqa: ANN401 - prometheus_client's
-        """The child for these label values; a new one is a change."""
-        self._track()
-        child = super().labels(*values, **named)  # type: ignore[misc]
-        key = values or tuple(sorted(named.items()))
-        if key not in self._seen:
-            self._seen.add(key)
-            self.changes[0] += 1
-        if getattr(child, "changes", None) is not self.changes:  # a child seen for the first time
-            child.changes = self.changes
-            child._seen, child._last = set(), None  # noqa: SLF001 - its own class's fields
-        return child
-
-    def remove(self, *values: Any) -> None:  # noqa: ANN401 - prometheus_client's
-        """Drop a series: a change."""
-        self._track()
-        super().remove(*values)  # type: ignore[misc]
-        self._seen.discard(values)
-        self.changes[0] += 1
-
-    def clear(self) -> None:
-        """Drop every series: a change."""
-        self._track()
-        super().clear()  # type: ignore[misc]
-        self._seen.clear()
-        self.changes[0] += 1
-
-    def _moved(self, *, changed: bool = True) -> None:
-        self._track()
-        if changed:
-            self.changes[0] += 1
-
-
-class TrackedCounter(_Tracked, Counter):
-    """A ``Counter`` that counts its changes (``_Tracked``)."""
-
-    def inc(self, amount: float = 1, exemplar: dict[str, str] | None = None) -> None:
-        """Add ``amount``; 0 is no change."""
-        self._moved(changed=amount != 0)
-        super().inc(amount, exemplar)
-
-
-class TrackedGauge(_Tracked, Gauge):
-    """A ``Gauge`` that counts its changes (``_Tracked``); setting the value it holds is none."""
-
-    def set(self, value: float) -> None:
-        """Set the value; the one it holds already is no change."""
-        self._track()
-        self._moved(changed=self._last != value)
-        self._last = value
-        super().set(value)
-
-    def inc(self, amount: float = 1) -> None:
-        """Add ``amount``."""
-        self._moved(changed=amount != 0)
-        self._last = None
-        super().inc(amount)
-
-    def dec(self, amount: float = 1) -> None:
-        """Take ``amount`` away."""
-        self._moved(changed=amount != 0)
-        self._last = None
-        super().dec(amount)
-
-    def set_function(self, f: Any) -> None:  # noqa: ANN401, ARG002 - prometheus_client's
-        """Refused: a value read at collection time cannot be known unchanged."""
-        raise TypeError(f"{type(self).__name__}: set_function cannot be tracked")
-
-
-class _WithoutCreated(Collector):
-    """A metric as prometheus_client collects it, less its ``_created`` series.
-
-    They would double the family count and no dashboard reads them. prometheus_client's own
-    switch (``disable_created_metrics``) is process-wide: it would change every other registry
-    of an embedding process, so the series are left out here, per metric, instead. A tracked
-    metric (``_Tracked``) is collected again only once it changed.
-    """
-
-    def __init__(self, metric: Collector) -> None:
-        self._metric = metric
-        self._kept: tuple[int, list[Metric]] | None = None
-        if isinstance(metric, _Tracked):
-            metric._track()  # noqa: SLF001 - the two work together
-
-    def collect(self) -> Iterator[Metric]:
-        """The metric's families without ``<name>_created``: as last collected if unchanged."""
-        changes = getattr(self._metric, "changes", None)
-        kept = self._kept
-        if changes is not None and kept is not None and kept[0] == changes[0]:
-            yield from kept[1]
-            return
-        families = []
-        for family in self._metric.collect():
-            created = family.name + "_created"
-            family.samples = [sample for sample in family.samples if sample.name != created]
-            families.append(family)
-        if changes is not None:
-            self._kept = (changes[0], families)
-        yield from families
-
-    def describe(self) -> Iterable[Metric]:
-        """The metric's own description, so a restricted registry knows its names."""
-        describe = getattr(self._metric, "describe", None)
-        return describe() if describe is not None else ()
-
-
-class MirroredRegistry(CollectorRegistry):
-    """A registry whose collectors are registered in a second registry too, without _created."""
-
-    def __init__(self, also: CollectorRegistry) -> None:
-        super().__init__(auto_describe=False)
-        self._also = also
-
-    def register(self, collector: Collector) -> None:
-        """Register in both (see ``_WithoutCreated``)."""
-        wrapped = _WithoutCreated(collector)
-        super().register(wrapped)
-        self._also.register(wrapped)
-
-
 class CacheMetrics(Collector):
     """Each of the bridge's caches: what it holds, its budget, and how it has been used.
 
@@ -218,10 +80,19 @@ class CacheMetrics(Collector):
     """
 
     _FIGURES = ("entries", "bytes", "budget", "hits", "misses", "evictions")
+    _figure_of: ClassVar[dict[str, str]] = {
+        "metricbridge_cache_entries": "entries",
+        "metricbridge_cache_bytes": "bytes",
+        "metricbridge_cache_budget_bytes": "budget",
+        "metricbridge_cache_hits": "hits",
+        "metricbridge_cache_misses": "misses",
+        "metricbridge_cache_evictions": "evictions",
+    }
 
     def __init__(self) -> None:
         self.caches: tuple[ByteLRU[Any, Any], ...] = ()
         self._figures: tuple[tuple[str, dict[str, float]], ...] = ()
+        self._texts: dict[Format, str] = {}
 
     def settle(self) -> None:
         """Take the caches' figures as of now: what collect serves until the next call."""
@@ -229,6 +100,30 @@ class CacheMetrics(Collector):
             (cache.name, {name: float(getattr(cache, name)) for name in self._FIGURES})
             for cache in self.caches
         )
+        self._texts = {}
+
+    def render_text(self, fmt: Format, caches: CodecCaches) -> str:
+        """The families as ``generate_families`` writes them from ``collect``, written straight.
+
+        They change on every fetch (a cache's hits), so they are written on every fetch: from
+        the figures, without the Metric objects and the samples' label dicts (a test holds the
+        two renders equal).
+        """
+        text = self._texts.get(fmt)
+        if text is None:
+            chunks: list[str] = []
+            for family in self._families(samples=False) if self._figures else ():
+                counter = family.type == "counter"
+                name = family.name + "_total" if counter else family.name
+                meta = FamilyMeta(name, MetricType.COUNTER if counter else MetricType.GAUGE)
+                meta = FamilyMeta(meta.name, meta.type, family.documentation)
+                chunks.append(write_header(meta, fmt, caches=caches).decode())
+                figure = self._figure_of[family.name]
+                for cache, values in self._figures:
+                    labels = label_set((("cache", cache),), caches=caches)
+                    chunks.append(f"{name}{labels} {format_value(values[figure])}\n")
+            text = self._texts[fmt] = "".join(chunks)
+        return text
 
     def _families(self, *, samples: bool) -> Iterator[Metric]:
         gauges = (
@@ -292,8 +187,18 @@ def generate_families(
     ``written`` keeps each family's text with what it was written from: a family whose help,
     type, unit and samples (names, labels, values) compare equal to those is not written again.
     """
+    return "".join(write_families(registry.collect(), fmt, caches, written)).encode()
+
+
+def write_families(
+    metrics: Iterable[Metric],
+    fmt: Format,
+    caches: CodecCaches,
+    written: dict[tuple[Format, str], tuple[Written, str]] | None = None,
+) -> list[str]:
+    """Each family's text, as ``generate_families`` writes it (``written``: its memo)."""
     chunks: list[str] = []
-    for metric in registry.collect():
+    for metric in metrics:
         key = (fmt, metric.name)
         signature = (metric.documentation, metric.type, metric.unit, metric.samples)
         last = written.get(key) if written is not None else None
@@ -320,4 +225,4 @@ def generate_families(
         if written is not None:
             written[key] = (signature, text)
         chunks.append(text)
-    return "".join(chunks).encode()
+    return chunks

@@ -31,14 +31,12 @@ from metricbridge.service.connections import ConnectionLimit
 from metricbridge.service.gzip_framing import gzip_member
 from metricbridge.service.metric_collectors import (
     CacheMetrics,
-    MirroredRegistry,
     ScrapeCounter,
-    TrackedCounter,
-    TrackedGauge,
     Written,
     generate_families,
 )
 from metricbridge.service.runtime_metrics import RuntimeMetrics
+from metricbridge.service.settled_metrics import MirroredRegistry, TrackedCounter, TrackedGauge
 from metricbridge.translation.idle import IdleState
 
 _FETCH_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -342,7 +340,7 @@ class SelfMetrics:
                 # generating the registry twice cost as much as reading a 1 MB engine payload.
                 rendered = gzip_member(self.render_settled(fmt), gzip_level)
             else:
-                rendered = generate_families(self._settled, fmt, self._codec, self._written)
+                rendered = self._settled.render(fmt, self._codec, self._written)
                 rendered += _EOF if fmt is Format.OPENMETRICS else b""
             self._rendered[key] = rendered
         return rendered
