@@ -7,13 +7,14 @@ import gzip
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from prometheus_client import CollectorRegistry, Gauge
+from prometheus_client import CollectorRegistry, Gauge, Histogram
 
 from helpers.strength import examples
 from metricbridge.exposition.caches import CodecCaches
 from metricbridge.model.cache import ByteLRU
 from metricbridge.model.family import Format
 from metricbridge.service import selfmetrics
+from metricbridge.service.metric_collectors import TextHistogram
 from metricbridge.service.selfmetrics import SelfMetrics
 from metricbridge.service.settled_metrics import (
     MirroredRegistry,
@@ -156,3 +157,40 @@ def test_the_cache_figures_written_straight_are_what_their_collection_writes(fmt
         rendered = metrics.render_settled(fmt)
         fresh = selfmetrics.generate_families(metrics._settled, fmt, CodecCaches())
         assert rendered.removesuffix(b"# EOF\n") == fresh
+
+
+BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+OBSERVED = st.lists(
+    st.tuples(
+        st.sampled_from(["ok", "failed"]),
+        st.one_of(st.sampled_from([0.0, 0.001, 10.0, 11.0]), st.floats(0, 20)),
+    ),
+    max_size=20,
+)
+
+
+@settings(deadline=None, max_examples=examples(300, 60))
+@given(observed=OBSERVED, fmt=st.sampled_from(list(Format)))
+def test_a_text_histogram_writes_what_prometheus_clients_histogram_does(
+    observed: list[tuple[str, float]], fmt: Format
+) -> None:
+    """Against prometheus_client's own Histogram fed alike: the samples and the written text."""
+    ours = TextHistogram("h_seconds", "A histogram.", ["upstream", "outcome"], buckets=BUCKETS)
+    theirs = Histogram(
+        "h_seconds", "A histogram.", ["upstream", "outcome"], buckets=BUCKETS, registry=None
+    )
+    bare = TextHistogram("b_seconds", "Unlabelled.", buckets=BUCKETS)
+    bare_twin = Histogram("b_seconds", "Unlabelled.", buckets=BUCKETS, registry=None)
+    for outcome, value in observed:
+        ours.labels("u", outcome).observe(value)
+        theirs.labels("u", outcome).observe(value)
+        bare.observe(value)
+        bare_twin.observe(value)
+    for mine, twin in ((ours, theirs), (bare, bare_twin)):
+        assert _samples(list(WithoutCreated(mine).collect())) == _samples(
+            list(WithoutCreated(twin).collect())
+        )
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(WithoutCreated(twin))
+        written = selfmetrics.generate_families(registry, fmt, CodecCaches())
+        assert mine.render_text(fmt, CodecCaches()).encode() == written

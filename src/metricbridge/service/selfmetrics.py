@@ -20,7 +20,7 @@ import platform
 from collections.abc import Iterable
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Histogram
+from prometheus_client import CollectorRegistry
 
 from metricbridge import __version__
 from metricbridge.exposition import line_match
@@ -32,6 +32,7 @@ from metricbridge.service.gzip_framing import gzip_member
 from metricbridge.service.metric_collectors import (
     CacheMetrics,
     ScrapeCounter,
+    TextHistogram,
     Written,
     generate_families,
 )
@@ -105,7 +106,7 @@ class SelfMetrics:
             ["upstream"],
             registry=registry,
         )
-        self.upstream_duration = Histogram(
+        self.upstream_duration = TextHistogram(
             "metricbridge_upstream_scrape_duration_seconds",
             "Duration of every upstream fetch, by outcome (ok, or failed for any failure reason).",
             ["upstream", "outcome"],
@@ -174,7 +175,7 @@ class SelfMetrics:
             registry=registry,
         )
         self.exposition_problems.labels("malformed")  # shown at 0 from start-up
-        self.translation_duration = Histogram(
+        self.translation_duration = TextHistogram(
             "metricbridge_translation_duration_seconds",
             "Time to read and translate one upstream fetch.",
             buckets=_FETCH_BUCKETS,
