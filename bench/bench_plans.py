@@ -23,6 +23,7 @@ from metricbridge.config.load import load_config
 from metricbridge.exposition.caches import CodecCaches
 from metricbridge.exposition.reader import read_exposition
 from metricbridge.model.family import Format
+from metricbridge.translation.caches import TranslationCaches
 from metricbridge.translation.compiled import CompiledRules
 from metricbridge.translation.compiler import compile_rules
 from metricbridge.translation.translate import translate
@@ -30,7 +31,8 @@ from metricbridge.translation.translate import translate
 
 def ratios(payloads: list[bytes], rules: CompiledRules) -> tuple[float, float, float]:
     """Median CPU seconds of split+join and of translating without and with plans."""
-    planned, full = CodecCaches(), CodecCaches({"translation_plans": 0})
+    planned, full = CodecCaches(), CodecCaches()
+    remembered, none = TranslationCaches(), TranslationCaches({"translation_plans": 0})
     read_planned = [
         read_exposition(p, Format.TEXT, rules.validation, caches=planned) for p in payloads
     ]
@@ -38,8 +40,8 @@ def ratios(payloads: list[bytes], rules: CompiledRules) -> tuple[float, float, f
     baseline = SplitJoin()
     actions: list[Callable[[int], object]] = [
         lambda i: baseline(payloads[i]),
-        lambda i: translate(read_full[i].families, rules, caches=full),
-        lambda i: translate(read_planned[i].families, rules, caches=planned),
+        lambda i: translate(read_full[i].families, rules, caches=full, remembered=none),
+        lambda i: translate(read_planned[i].families, rules, caches=planned, remembered=remembered),
     ]
     for action in actions:
         action(0)  # warm-up: the first payload makes the plan

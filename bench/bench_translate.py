@@ -43,6 +43,7 @@ from metricbridge.exposition.reader import Exposition, read_exposition
 from metricbridge.exposition.scrape_memory import ScrapeMemory
 from metricbridge.exposition.writer import write_exposition
 from metricbridge.model.family import Format, Verify
+from metricbridge.translation.caches import TranslationCaches
 from metricbridge.translation.compiled import CompiledRules
 from metricbridge.translation.compiler import compile_rules
 from metricbridge.translation.pipeline import render, run_pipeline
@@ -233,7 +234,7 @@ def verification_costs(inputs: list[bytes], rules: CompiledRules, caches: CodecC
 
 
 def stage_costs(
-    inputs: list[bytes], rules: CompiledRules, caches: CodecCaches
+    inputs: list[bytes], rules: CompiledRules, caches: CodecCaches, remembered: TranslationCaches
 ) -> tuple[float, float, float]:
     """Median seconds of reading, translating and writing each input, the stages taking turns.
 
@@ -245,13 +246,16 @@ def stage_costs(
         id(p): read_exposition(p, Format.TEXT, rules.validation, caches=caches, memory=memory)
         for p in inputs
     }
-    done = {id(p): translate(read[id(p)].families, rules, caches=caches) for p in inputs}
+    done = {
+        id(p): translate(read[id(p)].families, rules, caches=caches, remembered=remembered)
+        for p in inputs
+    }
 
     def reading(payload: bytes) -> Exposition:
         return read_exposition(payload, Format.TEXT, rules.validation, caches=caches, memory=memory)
 
     def translating(payload: bytes) -> Translation:
-        return translate(read[id(payload)].families, rules, caches=caches)
+        return translate(read[id(payload)].families, rules, caches=caches, remembered=remembered)
 
     def writing(payload: bytes) -> bytes:
         return write_exposition(done[id(payload)].families, Format.TEXT, caches=caches)
@@ -292,19 +296,22 @@ def main() -> None:
     figures: list[Figure] = []
     for name, inputs in series.items():
         payload = inputs[0]
-        caches = CodecCaches(budgets)
+        caches, remembered = CodecCaches(), TranslationCaches(budgets)
         # One scrape memory per output, as the service keeps one per upstream: each reads every
         # payload of the series once, in order.
         memories = {fmt: ScrapeMemory() for fmt in Format}
 
-        def run(
+        def run(  # noqa: PLR0913, PLR0917 - the loop's caches bound as defaults
             p: bytes,
             fmt: Format,
             rules: CompiledRules,
             caches: CodecCaches = caches,
             memory: ScrapeMemory | None = None,
+            remembered: TranslationCaches = remembered,
         ) -> bytes:
-            outcome = run_pipeline(p, Format.TEXT, rules, caches=caches, memory=memory)
+            outcome = run_pipeline(
+                p, Format.TEXT, rules, caches=caches, memory=memory, remembered=remembered
+            )
             return render(outcome, fmt, caches=caches)
 
         base, text, om = interleaved_medians(
@@ -340,8 +347,10 @@ def main() -> None:
     for name in SHAPES:
         inputs = series[name]
         base = median_seconds(SplitJoin(), inputs)
-        caches = CodecCaches(budgets)
-        reading, translating, writing = stage_costs(inputs, rules, caches)
+        caches = CodecCaches()
+        reading, translating, writing = stage_costs(
+            inputs, rules, caches, TranslationCaches(budgets)
+        )
         floor = verification_costs(inputs, rules, caches)
         rest = reading + translating + writing - floor
         print(

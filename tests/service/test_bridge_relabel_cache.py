@@ -18,7 +18,7 @@ async def test_relabel_results_are_remembered_served_and_reset(
     app = bridge_app(str(server.make_url("/metrics")))  # no cache_ttl: every scrape fetches
     client = await aiohttp_client(app)
     first = await (await client.get("/metrics")).text()
-    cache = app[STATE].bridge.relabel_cache.lru
+    cache = app[STATE].bridge.translation_caches.relabel.lru
     misses = cache.misses
     assert misses > 0
     assert cache.entries > 0
@@ -36,7 +36,7 @@ async def test_relabel_results_are_remembered_served_and_reset(
     assert served["metricbridge_cache_entries", "relabel_results"] == cache.entries
     assert served["metricbridge_cache_misses_total", "relabel_results"] == misses
     assert await reload_config(app) == []
-    assert app[STATE].bridge.relabel_cache.lru is cache  # the same cache, emptied
+    assert app[STATE].bridge.translation_caches.relabel.lru is cache  # the same cache, emptied
     assert (cache.entries, cache.bytes) == (0, 0)
     await client.get("/metrics")
     assert cache.misses == 2 * misses  # relabelled afresh with the reloaded rules

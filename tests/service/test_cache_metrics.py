@@ -17,6 +17,7 @@ from metricbridge.exposition.caches import DEFAULT_BUDGETS, CodecCaches
 from metricbridge.model.family import Format
 from metricbridge.service.selfmetrics import SelfMetrics
 from metricbridge.service.server import STATE, reload_config
+from metricbridge.translation.caches import DEFAULT_BUDGETS as TRANSLATION_BUDGETS
 
 OM_ACCEPT = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"
 FAMILIES = ("entries", "bytes", "budget_bytes", "hits", "misses", "evictions")
@@ -47,13 +48,13 @@ async def test_every_cache_is_served_with_its_figures(aiohttp_server, aiohttp_cl
     served = _cache_samples(parse_text(text))
     # the codec's, translation's own, and the one upstream's scrape memory
     memory = f"scrape_layout:{app[STATE].bridge.upstreams[0].label}"
-    names = {*DEFAULT_BUDGETS, "relabel_results", memory}
+    names = {*DEFAULT_BUDGETS, *TRANSLATION_BUDGETS, memory}
     for family in FAMILIES:
         suffix = "_total" if family in ("hits", "misses", "evictions") else ""
         assert {
             cache for name, cache in served if name == f"metricbridge_cache_{family}{suffix}"
         } == names
-    for cache, budget in DEFAULT_BUDGETS.items():
+    for cache, budget in {**DEFAULT_BUDGETS, **TRANSLATION_BUDGETS}.items():
         assert served["metricbridge_cache_budget_bytes", cache] == budget
         assert served["metricbridge_cache_bytes", cache] <= budget
     # The second fetch found the first one's header pairs and heads: tp1 is the same bytes.

@@ -65,9 +65,9 @@ from metricbridge.config.load import load_config
 from metricbridge.exposition.caches import CodecCaches
 from metricbridge.exposition.writer import write_exposition
 from metricbridge.model.family import Format
+from metricbridge.translation.caches import TranslationCaches
 from metricbridge.translation.compiler import compile_rules
 from metricbridge.translation.pipeline import read_payload, translate_upstreams
-from metricbridge.translation.relabel_cache import RelabelCache
 
 # Its tests walk one campaign (the module's `campaign` fixture, whose phases build on each
 # other): one xdist worker runs them all, in order.
@@ -185,11 +185,11 @@ def translation_bytes(rules: Path, payload: bytes) -> tuple[int, int]:
     so the bound follows whatever a parsed series costs in the version under test.
     """
     compiled = compile_rules(load_config(rules))
-    caches, relabels = CodecCaches(), RelabelCache()
+    caches, remembered = CodecCaches(), TranslationCaches()
 
     def translate_once() -> tuple[object, ...]:
         read = read_payload(payload, Format.TEXT, compiled, caches=caches)
-        outcome = translate_upstreams([("", read)], compiled, caches=caches, relabel_cache=relabels)
+        outcome = translate_upstreams([("", read)], compiled, caches=caches, remembered=remembered)
         families = outcome.translation.families
         return (outcome, *(write_exposition(families, fmt, caches=caches) for fmt in Format))
 

@@ -39,9 +39,9 @@ from metricbridge.model.family import Format
 from metricbridge.service.scrape import parse_upstream
 from metricbridge.service.server import STATE, ServiceSettings, make_app
 from metricbridge.service.snapshot import FetchSettings
+from metricbridge.translation.caches import TranslationCaches
 from metricbridge.translation.compiler import compile_rules
 from metricbridge.translation.pipeline import read_payload, translate_upstreams
-from metricbridge.translation.relabel_cache import RelabelCache
 
 # Their bounds are about latency under a translation of seconds: they run one after another, on
 # one xdist worker, never beside each other.
@@ -117,7 +117,9 @@ def _seconds_to_translate(body: bytes, rules: Path) -> float:
     compiled = compile_rules(load_config(rules))
     started = time.process_time()
     read = read_payload(body, Format.TEXT, compiled, caches=CodecCaches())
-    translate_upstreams([("", read)], compiled, caches=CodecCaches(), relabel_cache=RelabelCache())
+    translate_upstreams(
+        [("", read)], compiled, caches=CodecCaches(), remembered=TranslationCaches()
+    )
     return time.process_time() - started
 
 

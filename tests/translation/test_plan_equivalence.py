@@ -30,6 +30,7 @@ from metricbridge.model.family import Format
 from metricbridge.simulator.engine import SimulatedEngine
 from metricbridge.translation import run as run_module
 from metricbridge.translation import translate as translate_module
+from metricbridge.translation.caches import TranslationCaches
 from metricbridge.translation.compiled import CompiledRules
 from metricbridge.translation.compiler import compile_rules
 from metricbridge.translation.pipeline import read_payload
@@ -72,7 +73,8 @@ class _Translator:
 
     def __init__(self, rules: CompiledRules, *, plans: bool) -> None:
         self.rules = rules
-        self.caches = CodecCaches(None if plans else {"translation_plans": 0})
+        self.caches = CodecCaches()
+        self.remembered = TranslationCaches(None if plans else {"translation_plans": 0})
         self.state = SynthState()
         self.now = 0.0
 
@@ -80,6 +82,7 @@ class _Translator:
         """As Bridge.replace_rules: new rules, caches emptied, state forgotten."""
         self.rules, self.state = rules, SynthState()
         self.caches.reset()
+        self.remembered.reset()
 
     def __call__(self, payload: bytes) -> object:
         self.now += 5.0
@@ -88,7 +91,12 @@ class _Translator:
         except ExpositionError as exc:
             return str(exc)
         translation = translate(
-            exposition.families, self.rules, self.state, now=self.now, caches=self.caches
+            exposition.families,
+            self.rules,
+            self.state,
+            now=self.now,
+            caches=self.caches,
+            remembered=self.remembered,
         )
         self.state = translation.state
         return _summary(translation)
@@ -127,7 +135,7 @@ def _escaped(payload: bytes) -> bytes:
 def test_evolving_scrapes_translate_alike() -> None:
     """A simulated engine's scrapes, lazy series appearing, give the same with a plan."""
     planned = _agree(_scrapes(10))
-    assert planned.caches.translation_plans.hits >= 5  # the plan was really used
+    assert planned.remembered.plans.hits >= 5  # the plan was really used
 
 
 def test_evolving_scrapes_with_escaped_copies_and_clashes_translate_alike() -> None:
@@ -157,14 +165,14 @@ def test_reload_between_scrapes_translates_alike() -> None:
 def test_plans_for_other_rules_are_not_used() -> None:
     """One caches, two rules objects taking turns: each translation is its rules' own."""
     plain, escaped = _rules(), _rules(escaped_copies=True)
-    shared = CodecCaches()
+    shared, remembered = CodecCaches(), TranslationCaches()
     for payload in _scrapes(4):
         for rules in (plain, escaped, plain):
-            own = CodecCaches({"translation_plans": 0})
+            own = CodecCaches()
             expected = read_payload(payload, Format.TEXT, rules, caches=own)
             got = read_payload(payload, Format.TEXT, rules, caches=shared)
             full = translate(expected.families, rules, caches=own)
-            planned = translate(got.families, rules, caches=shared)
+            planned = translate(got.families, rules, caches=shared, remembered=remembered)
             assert _summary(planned) == _summary(full)
 
 
@@ -183,7 +191,7 @@ def test_a_steady_layout_reuses_its_plan(monkeypatch: pytest.MonkeyPatch) -> Non
     for _ in range(4):
         planned(payload)
     assert len(calls) == 1
-    assert planned.caches.translation_plans.entries == 1
+    assert planned.remembered.plans.entries == 1
     full = _Translator(_rules(), plans=False)
     for _ in range(4):
         full(payload)
@@ -192,8 +200,8 @@ def test_a_steady_layout_reuses_its_plan(monkeypatch: pytest.MonkeyPatch) -> Non
 
 def test_plans_are_bounded_in_bytes_and_dropped_on_reset() -> None:
     """The plan cache holds plans within its budget, is served and reset with the others."""
-    caches = _agree(_scrapes(4)).caches
-    plans = caches.translation_plans
+    caches = _agree(_scrapes(4)).remembered
+    plans = caches.plans
     assert plans in list(caches)  # reset on reload and served as metricbridge_cache_*
     assert plans.entries >= 1  # lazy families appear in the first scrapes: a layout each
     assert 0 < plans.bytes <= plans.budget
@@ -208,11 +216,11 @@ def test_a_plan_bigger_than_the_budget_is_not_held() -> None:
     """With a budget smaller than one plan, nothing is held and results are unchanged."""
     rules = _rules()
     tight = _Translator(rules, plans=True)
-    tight.caches = CodecCaches({"translation_plans": 1000})
+    tight.remembered = TranslationCaches({"translation_plans": 1000})
     full = _Translator(rules, plans=False)
     for payload in _scrapes(3):
         assert tight(payload) == full(payload)
-    assert tight.caches.translation_plans.entries == 0
+    assert tight.remembered.plans.entries == 0
 
 
 # Hypothesis: a layout mutated step by step. Each step edits the family blocks of the current
@@ -304,7 +312,7 @@ def test_derive_tables_stay_bounded_when_labels_change_every_scrape() -> None:
     for step in range(steps):
         payload = _FIRST_LABEL_VALUE.sub(rb'\1\2-%d"' % step, TP1)
         assert planned(payload) == full(payload)
-        (plan,) = (v for v, _ in planned.caches.translation_plans._data.values())
+        (plan,) = (v for v, _ in planned.remembered.plans._data.values())
         assert isinstance(plan, TranslationPlan)
         tables = {**plan.derive.rests, **plan.derive.groups}
         if step == 0:

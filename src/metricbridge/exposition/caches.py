@@ -45,9 +45,6 @@ DEFAULT_BUDGETS: Mapping[str, int] = MappingProxyType(
         "read_label_sets": 8 * MiB,  # exposition.sample_line: label sets split into pairs
         "written_headers": 2 * MiB,  # exposition.writer: HELP/TYPE lines as written
         "written_label_sets": 8 * MiB,  # exposition.writer: label sets as written
-        "served_names": 1 * MiB,  # translation: the names each family takes in either format
-        # translation.plan: what each layout decides; a 10 MB engine's plan is about 1.1 MiB
-        "translation_plans": 4 * MiB,
     }
 )
 
@@ -55,7 +52,7 @@ DEFAULT_BUDGETS: Mapping[str, int] = MappingProxyType(
 # hold what they proved, laid out, parsed and planned (at 10 MB, about the payload's size
 # again) for nobody. The others pay off within one payload too (its repeated label sets).
 ONE_PAYLOAD_BUDGETS: Mapping[str, int] = MappingProxyType(
-    {"proven_heads": 0, "raw_layouts": 0, "last_parse": 0, "translation_plans": 0}
+    {"proven_heads": 0, "raw_layouts": 0, "last_parse": 0}
 )
 
 # Per parsed line held by ``last_parse``, beyond the len() of its text: the Sample, its labels
@@ -105,8 +102,6 @@ class CodecCaches:
         "raw_layouts",
         "read_headers",
         "read_label_sets",
-        "served_names",
-        "translation_plans",
         "written_headers",
         "written_label_sets",
     )
@@ -141,14 +136,6 @@ class CodecCaches:
         self.written_label_sets: ByteLRU[Labels, str] = ByteLRU(
             "written_label_sets", chosen["written_label_sets"]
         )
-        self.served_names: ByteLRU[tuple[str, MetricType], frozenset[str]] = ByteLRU(
-            "served_names", chosen["served_names"]
-        )
-        # translation.plan's TranslationPlan by family names (typed loosely: the codec's room
-        # cannot name translation's types; plan_for checks what it gets).
-        self.translation_plans: ByteLRU[tuple[str, ...], object] = ByteLRU(
-            "translation_plans", chosen["translation_plans"]
-        )
 
     def __iter__(self) -> Iterator[ByteLRU[Any, Any]]:
         """Every cache, in a fixed order."""
@@ -160,8 +147,6 @@ class CodecCaches:
         yield self.read_label_sets
         yield self.written_headers
         yield self.written_label_sets
-        yield self.served_names
-        yield self.translation_plans
 
     @property
     def budget(self) -> int:

@@ -31,8 +31,8 @@ from metricbridge.service.selfmetrics import SelfMetrics
 from metricbridge.service.snapshot import Attempt, FetchSettings, Snapshot, UpstreamResult
 from metricbridge.service.translation_job import Work, failed, read_one, translate_wave
 from metricbridge.service.worker import Worker
+from metricbridge.translation.caches import TranslationCaches
 from metricbridge.translation.compiled import CompiledRules
-from metricbridge.translation.relabel_cache import RelabelCache
 from metricbridge.translation.translate import RowStatus, SynthState
 
 log = logging.getLogger("metricbridge.bridge")
@@ -75,12 +75,13 @@ class Bridge:
         # name[] response, written in another thread, goes without).
         self.caches = CodecCaches()
         self.worker = Worker()
-        self.relabel_cache = RelabelCache()  # what relabel steps made of each label set
+        # Translation's: scrape plans, served names, what relabel steps made of each label set.
+        self.translation_caches = TranslationCaches()
         # Each upstream's payload layout, for its next payload to be walked in one pass.
         self.memories = {u.label: ScrapeMemory(f"scrape_layout:{u.label}") for u in self.upstreams}
         self.trim_after = trim_size()  # fetched bytes after which the heap is trimmed; 0: never
         memories = (memory.layouts for memory in self.memories.values())
-        metrics.track_caches((*self.caches, self.relabel_cache.lru, *memories))
+        metrics.track_caches((*self.caches, *self.translation_caches, *memories))
         metrics.family_sample_limit.set(settings.family_sample_limit)
 
     def replace_rules(self, rules: CompiledRules) -> None:
@@ -95,7 +96,7 @@ class Bridge:
         self.last_served = None
         self.state = SynthState()
         memories = (memory.reset for memory in self.memories.values())
-        resets = (self.caches.reset, self.relabel_cache.reset, *memories)
+        resets = (self.caches.reset, self.translation_caches.reset, *memories)
         for reset in resets:
             if self.worker.idle:
                 reset()
@@ -304,7 +305,7 @@ class Bridge:
                     caches,
                     limit,
                     wanted,
-                    relabel_cache=self.relabel_cache,
+                    remembered=self.translation_caches,
                     memories=self.memories,
                 )
                 if 0 < self.trim_after <= fetched:  # what it freed goes back (allocator)

@@ -21,9 +21,9 @@ from metricbridge.model.family import Body, Format
 from metricbridge.service.gzip_framing import OpenGzip
 from metricbridge.service.scrape import Fetched
 from metricbridge.service.snapshot import Attempt, render_part
+from metricbridge.translation.caches import TranslationCaches
 from metricbridge.translation.compiled import CompiledRules
 from metricbridge.translation.pipeline import Outcome, read_payload, translate_upstreams
-from metricbridge.translation.relabel_cache import RelabelCache
 from metricbridge.translation.translate import SynthState, sample_count
 
 
@@ -66,7 +66,7 @@ def translate_wave(  # noqa: PLR0913, PLR0917 - what one translation takes, hand
     sample_limit: int,
     render: tuple[Format, bool, int] | None = None,
     *,
-    relabel_cache: RelabelCache | None = None,
+    remembered: TranslationCaches | None = None,
     memories: Mapping[str, ScrapeMemory] | None = None,
 ) -> Work:
     """Read every fetched body and translate what could be read: the worker's job, pure.
@@ -95,7 +95,7 @@ def translate_wave(  # noqa: PLR0913, PLR0917 - what one translation takes, hand
             now=now,
             server_info=server_info,
             caches=caches,
-            relabel_cache=relabel_cache,
+            remembered=remembered,
         )
     misfit = openmetrics_misfit(outcome.translation.families) if outcome is not None else None
     if outcome is not None and misfit is not None:

@@ -18,8 +18,9 @@ from metricbridge.exposition.reader import Exposition, read_exposition
 from metricbridge.exposition.scrape_memory import ScrapeMemory
 from metricbridge.exposition.writer import write_exposition
 from metricbridge.model.family import AnyFamily, Format
+from metricbridge.translation.caches import ONE_PAYLOAD_BUDGETS as ONE_PAYLOAD_TRANSLATION
+from metricbridge.translation.caches import TranslationCaches
 from metricbridge.translation.compiled import CompiledRules
-from metricbridge.translation.relabel_cache import RelabelCache
 from metricbridge.translation.translate import SynthState, Translation, sample_count, translate
 
 # The bridge's own self-metrics own this prefix: an upstream family with it (another bridge
@@ -165,7 +166,7 @@ def translate_upstreams(  # noqa: PLR0913 - as translate, plus the upstreams' so
     now: float = 0.0,
     server_info: Mapping[str, object] | None = None,
     caches: CodecCaches | None = None,
-    relabel_cache: RelabelCache | None = None,
+    remembered: TranslationCaches | None = None,
 ) -> Outcome:
     """Merge the read upstreams (``(source, exposition)``, first wins) and translate them once."""
     merged, drops = merge_upstreams([(source, exp.families) for source, exp in parts])
@@ -176,7 +177,7 @@ def translate_upstreams(  # noqa: PLR0913 - as translate, plus the upstreams' so
         now=now,
         server_info=server_info,
         caches=caches,
-        relabel_cache=relabel_cache,
+        remembered=remembered,
     )
     problems = (*(p for _, exp in parts for p in exp.problems), *translation.problems)
     renamed = sum(exp.renamed_samples for _, exp in parts)
@@ -191,18 +192,24 @@ def run_pipeline(  # noqa: PLR0913 - the body, how to read it, and what remember
     caches: CodecCaches | None = None,
     server_info: Mapping[str, object] | None = None,
     memory: ScrapeMemory | None = None,
+    remembered: TranslationCaches | None = None,
 ) -> Outcome:
     """Read and translate one payload; raise ``ExpositionError`` only if none of it is usable.
 
-    Without ``caches``, the read and the translation share caches of their own, for this call
-    (a command's one payload), without those that serve only a later payload; a caller of many
-    payloads passes its own, and for payloads of one upstream its ``memory``. ``server_info``:
-    the engine's /server_info answer, for the rows derived from it.
+    Without ``caches`` (the codec's) or ``remembered`` (translation's), the call makes caches of
+    its own, for this payload (a command's one input), without those that serve only a later
+    payload; a caller of many payloads passes its own, and for payloads of one upstream its
+    ``memory``. ``server_info``: the engine's /server_info answer, for the rows derived from it.
     """
     if caches is None:
         caches = CodecCaches(ONE_PAYLOAD_BUDGETS)
+    if remembered is None:
+        remembered = TranslationCaches(ONE_PAYLOAD_TRANSLATION)
     exposition = read_payload(payload, fmt, rules, empty_ok=False, caches=caches, memory=memory)
-    return translate_upstreams([("", exposition)], rules, server_info=server_info, caches=caches)
+    parts = [("", exposition)]
+    return translate_upstreams(
+        parts, rules, server_info=server_info, caches=caches, remembered=remembered
+    )
 
 
 def render(outcome: Outcome, fmt: Format, *, caches: CodecCaches | None = None) -> bytes:

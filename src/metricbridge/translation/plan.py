@@ -15,9 +15,9 @@ differs in the least, takes the full path. The comparisons are cheap because the
 the same ``FamilyMeta`` and label tuples back for the same bytes (its caches), and a list
 comparison of identical objects never looks inside them.
 
-Plans live in the caller's ``CodecCaches.translation_plans`` (bounded in bytes, emptied on a
-rules reload, served in the cache self-metrics); a plan also remembers the rules it was made
-for and is not used with others. Pure: no I/O, no clock.
+Plans live in the caller's ``TranslationCaches.plans`` (``translation.caches``: bounded in
+bytes, emptied on a rules reload, served in the cache self-metrics); a plan also remembers the
+rules it was made for and is not used with others. Pure: no I/O, no clock.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from metricbridge.exposition.caches import CodecCaches, labels_size
+from metricbridge.exposition.caches import labels_size
+from metricbridge.model.cache import ByteLRU
 from metricbridge.model.family import AnyFamily, FamilyMeta
 from metricbridge.translation.compiled import CompiledRules, ContractRow
 from metricbridge.translation.naming import Renames, escaped_renames
@@ -118,27 +119,30 @@ def _new_plan(rules: CompiledRules, metas: list[FamilyMeta]) -> TranslationPlan:
     return TranslationPlan(rules, metas, renames, ruled)
 
 
+Plans = ByteLRU[tuple[str, ...], "TranslationPlan"]  # by the layout's family names
+
+
 def plan_for(
-    upstream: Sequence[AnyFamily], rules: CompiledRules, caches: CodecCaches | None
+    upstream: Sequence[AnyFamily], rules: CompiledRules, plans: Plans | None
 ) -> TranslationPlan | None:
     """The plan for this layout: the cached one if the layout is the same, else a new one.
 
-    None without caches (nothing would keep a plan for the next payload).
+    None without a cache of plans (nothing would keep one for the next payload).
     """
-    if caches is None or not caches.translation_plans.budget:
+    if plans is None or not plans.budget:
         return None
     metas = [family.meta for family in upstream]
     key = tuple(meta.name for meta in metas)
-    plan = caches.translation_plans.get(key)
-    if isinstance(plan, TranslationPlan) and plan.rules is rules and plan.metas == metas:
+    plan = plans.get(key)
+    if plan is not None and plan.rules is rules and plan.metas == metas:
         return plan
     return _new_plan(rules, metas)  # held once translate has filled it in (store_plan)
 
 
-def store_plan(plan: TranslationPlan, caches: CodecCaches) -> None:
+def store_plan(plan: TranslationPlan, plans: Plans) -> None:
     """Hold the plan, telling the cache its size (again, once its answers have changed)."""
     plan.dirty = plan.warm.dirty = plan.derive.dirty = False
-    caches.translation_plans.put(tuple(meta.name for meta in plan.metas), plan, plan.size())
+    plans.put(tuple(meta.name for meta in plan.metas), plan, plan.size())
 
 
 def find_clashes(

@@ -17,6 +17,7 @@ from metricbridge.exposition.caches import CodecCaches
 from metricbridge.exposition.family_parse import parse_family
 from metricbridge.model.family import AnyFamily, Family, FamilyMeta, Format, Labels, RawFamily
 from metricbridge.model.family_names import wire_names
+from metricbridge.translation.caches import TranslationCaches
 from metricbridge.translation.compiled import (
     CompiledRule,
     CompiledRules,
@@ -34,7 +35,6 @@ from metricbridge.translation.plan import (
     find_clashes,
 )
 from metricbridge.translation.relabel import relabel
-from metricbridge.translation.relabel_cache import RelabelCache
 from metricbridge.translation.relabel_join import relabel_joined
 from metricbridge.translation.rows import RowState, RowStatus
 
@@ -66,11 +66,12 @@ class TranslationRun:
         rules: CompiledRules,
         upstream: Sequence[AnyFamily],
         caches: CodecCaches | None,
-        relabel_cache: RelabelCache | None = None,
+        remembered: TranslationCaches | None = None,
     ) -> None:
         self.rules = rules
         self.caches = caches
-        self.relabel_cache = relabel_cache
+        self.remembered = remembered
+        self.relabel_cache = remembered.relabel if remembered is not None else None
         # meta.name, not the name property: a Python call per family
         self.present = {family.meta.name: family for family in upstream}
         self.stats = TranslationStats(families_in=len(upstream))
@@ -217,18 +218,19 @@ class TranslationRun:
         return ()
 
     def served_names(self, meta: FamilyMeta) -> frozenset[str]:
-        """The names a family takes in text, remembered in the caller's caches if any.
+        """The names a family takes in text, remembered in translation's caches if any.
 
         Text, where every snapshot can be answered: a name shared only in OpenMetrics makes
         the answer text (``exposition.openmetrics_fit``), not a family dropped.
         """
-        if self.caches is None:
+        if self.remembered is None:
             return wire_names(meta.name, meta.type, Format.TEXT)
         key = (meta.name, meta.type)
-        names = self.caches.served_names.get(key)
+        cache = self.remembered.served_names
+        names = cache.get(key)
         if names is None:
             names = wire_names(meta.name, meta.type, Format.TEXT)
-            self.caches.served_names.put(key, names, len(meta.name) + sum(map(len, names)))
+            cache.put(key, names, len(meta.name) + sum(map(len, names)))
         return names
 
     def finish(self, plan: TranslationPlan | None) -> dict[str, RowStatus]:

@@ -14,6 +14,7 @@ from metricbridge.config.synthesis import frozen_map
 from metricbridge.errors import ExpositionError
 from metricbridge.exposition.caches import CodecCaches
 from metricbridge.model.family import AnyFamily, Labels
+from metricbridge.translation.caches import TranslationCaches
 from metricbridge.translation.compiled import (
     CompiledRules,
 )
@@ -28,7 +29,6 @@ from metricbridge.translation.plan import (
     plan_for,
     store_plan,
 )
-from metricbridge.translation.relabel_cache import RelabelCache
 from metricbridge.translation.rows import RowState, RowStatus
 from metricbridge.translation.run import TranslationRun, TranslationStats, sample_count
 from metricbridge.translation.warm_zero import warm_zero
@@ -122,28 +122,29 @@ def translate(  # noqa: PLR0913 - the families, the rules, and what carries acro
     now: float = 0.0,
     server_info: Mapping[str, object] | None = None,
     caches: CodecCaches | None = None,
-    relabel_cache: RelabelCache | None = None,
+    remembered: TranslationCaches | None = None,
 ) -> Translation:
     """Apply the rules to one upstream payload's families; ``state`` is the previous call's.
 
     ``caches`` (the caller's, as for the reader) remembers the lines of the families the rules
-    parse, for the next payload, and the scrape plan of each layout (``translation.plan``:
-    what the layout alone decides, reused while the next payload's compares equal);
-    ``relabel_cache`` what relabel steps made of each label set.
+    parse, for the next payload; ``remembered`` (``translation.caches``) the scrape plan of each
+    layout (``translation.plan``: what the layout alone decides, reused while the next
+    payload's compares equal), the names each family takes and what relabel steps made of each
+    label set.
     """
-    plan = plan_for(upstream, rules, caches)
+    plan = plan_for(upstream, rules, remembered.plans if remembered is not None else None)
     if plan is None:
         upstream, restored = restore_escaped(upstream, rules.naming)
     else:
         upstream, restored = apply_renames(upstream, plan.renames)
-    run = TranslationRun(rules, upstream, caches, relabel_cache)
+    run = TranslationRun(rules, upstream, caches, remembered)
     run.stats.names_restored = restored
     run.families(upstream, plan.ruled if plan is not None else None)
     synthesized = _synthesize(run, state or SynthState(), now, server_info, plan)
     new_state, zeroed, warm_series = synthesized
     rows = run.finish(plan)
-    if plan is not None and caches is not None and plan.changed():
-        store_plan(plan, caches)
+    if plan is not None and remembered is not None and plan.changed():
+        store_plan(plan, remembered.plans)
     run.stats.families_out = len(run.out)
     run.stats.samples_out = sum(map(sample_count, run.out))
     return Translation(
