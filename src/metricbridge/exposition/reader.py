@@ -346,7 +346,7 @@ def read_exposition(
     if crlf >= 0:
         line = payload.count(b"\n", 0, crlf) + 1
         raise ExpositionError("CRLF line ending; exposition lines end with \\n only", line=line)
-    if fmt is Format.OPENMETRICS and b"\n# EOF" not in payload and not payload.startswith(b"# EOF"):
+    if fmt is Format.OPENMETRICS and not _has_eof(payload):
         raise ExpositionError("OpenMetrics exposition has no '# EOF' line (truncated body?)")
     unterminated = None
     if fmt is Format.TEXT and not payload.endswith(b"\n"):
@@ -387,6 +387,17 @@ def _remember_layout(
     layout = layout_of(payload, exposition, caches, memory.layouts.budget)
     if layout is not None:
         memory.remember(layout)
+
+
+def _has_eof(payload: bytes) -> bool:
+    """Whether a line of the payload is ``# EOF`` (or starts with it).
+
+    Where it belongs, at the end, is looked at first: a search for a newline then ``# EOF``
+    stops at every newline of the payload (half a millisecond per MB); a look at the end does not.
+    """
+    if payload.endswith((b"\n# EOF\n", b"\n# EOF")) or payload.startswith(b"# EOF"):
+        return True
+    return b"\n# EOF" in payload
 
 
 def _walkable(payload: bytes, verify: Verify, caches: CodecCaches | None) -> bool:
