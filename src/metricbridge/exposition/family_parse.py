@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 
 from metricbridge.errors import ExpositionError, LineError
-from metricbridge.exposition.caches import CodecCaches, lines_size
+from metricbridge.exposition.caches import LINE_OVERHEAD, PAIR_OVERHEAD, CodecCaches, lines_size
 from metricbridge.exposition.sample_line import parse_sample, unescape
 from metricbridge.model.family import AnyFamily, Family, Format, Sample
 
@@ -74,11 +74,19 @@ def parse_family(family: AnyFamily, *, caches: CodecCaches | None = None) -> Fam
         return family
     key = (family.name, family.source_format)
     cache = caches.last_parse if caches is not None else None
+    # A family too big for a cache (10^5 series) is not offered to it: it could only evict
+    # everything else and itself, at the cost of sizing every entry it would not keep.
+    lines = family.sample_count
+    if cache is not None and LINE_OVERHEAD * lines > cache.budget:
+        cache = None
+    label_caches = caches
+    if caches is not None and PAIR_OVERHEAD * lines > caches.read_label_sets.budget:
+        label_caches = None
     previous = cache.get(key) if cache is not None else None
     seen: dict[str, Sample] | None = {} if cache is not None else None
     try:
         text = str(family.body, "utf-8")
-        samples = parse_lines(text, 1, family.source_format, previous, seen, caches=caches)
+        samples = parse_lines(text, 1, family.source_format, previous, seen, caches=label_caches)
     except ExpositionError as exc:
         line = None if exc.line is None else exc.line + family.first_line - 1
         raise ExpositionError(exc.message, line=line, family=family.name) from None

@@ -11,7 +11,7 @@ import math
 import re
 
 from metricbridge.errors import LineError
-from metricbridge.exposition.caches import CodecCaches, labels_size
+from metricbridge.exposition.caches import PAIR_OVERHEAD, CodecCaches
 from metricbridge.model.cache import ByteLRU
 from metricbridge.model.family import Format, Labels, Sample
 from metricbridge.model.names import LABEL_NAME, METRIC_NAME, legacy_name, quoted
@@ -177,7 +177,12 @@ def _plain_labels(pairs: str, cache: ByteLRU[str, Labels] | None) -> Labels | No
         if len(keys) != len(labels) or NAME_LABEL in keys:
             return None
         if cache is not None:
-            cache.put(pairs, labels, len(pairs) + labels_size(labels))
+            # labels_size(labels) without a pass over the pairs: a plain set's names and
+            # values are its text but ="" for each pair and a comma between two (and maybe
+            # one at the end).
+            count = len(labels)
+            held = len(pairs) - 4 * count + 1 - pairs.endswith(",") + PAIR_OVERHEAD * count
+            cache.put(pairs, labels, len(pairs) + held)
     return labels
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 
-from metricbridge.exposition.caches import CodecCaches, HeaderKey, labels_size
+from metricbridge.exposition.caches import PAIR_OVERHEAD, CodecCaches, HeaderKey, labels_size
 from metricbridge.exposition.name_spelling import Spelling
 from metricbridge.exposition.sample_line import escape_label_value
 from metricbridge.model.cache import ByteLRU
@@ -195,6 +195,8 @@ def write_family(
         chunks.append(_render_header(family.meta, fmt, spelling))
     if family.samples:
         cache = caches.written_label_sets if caches is not None else None
+        if cache is not None and PAIR_OVERHEAD * len(family.samples) > cache.budget:
+            cache = None  # a family too big for the cache would only churn it
         text = "\n".join(_write_sample(s, fmt, cache, spelling) for s in family.samples)
         chunks.append(text.encode() + b"\n")
     if created is not None:
