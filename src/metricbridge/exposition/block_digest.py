@@ -23,11 +23,10 @@ and holds a digest's verdict to the split's.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
-from types import ModuleType
 from typing import Literal
 
+from metricbridge.exposition.native import compiled
 from metricbridge.model.numbers import VALUE_SHAPE
 
 # (lines, distinct skeletons, distinct value shapes), in no order.
@@ -65,17 +64,7 @@ def digest_python(payload: bytes, start: int, end: int) -> Digest | None:
     return lines, list(skeletons), list(shapes)
 
 
-def _compiled() -> ModuleType | None:
-    if os.environ.get("METRICBRIDGE_PURE_PYTHON"):
-        return None
-    try:
-        from metricbridge.exposition import _blockdigest  # noqa: PLC0415 - optional, built or not
-    except ImportError:
-        return None
-    return _blockdigest
-
-
-_module = _compiled()
+_module = compiled("_blockdigest")
 # The compiled digest; False: two heads hash alike, for the caller's split to judge.
 Compiled = Callable[[bytes, int, int], "Digest | Literal[False] | None"]
 digest: Compiled | None = _module.digest if _module else None

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from metricbridge.model.cache import ByteLRU
+from metricbridge.model.cache import ByteLRU, chosen_budgets
 from metricbridge.model.family import FamilyMeta, Format, Labels, MetricType, Sample
 
 MiB = 1 << 20
@@ -107,11 +107,7 @@ class CodecCaches:
     )
 
     def __init__(self, budgets: Mapping[str, int] | None = None) -> None:
-        chosen = dict(DEFAULT_BUDGETS)
-        for name, budget in (budgets or {}).items():
-            if name not in chosen:
-                raise ValueError(f"no cache named {name!r}; there are {', '.join(chosen)}")
-            chosen[name] = budget
+        chosen = chosen_budgets(DEFAULT_BUDGETS, budgets)
         self.read_headers: ByteLRU[tuple[Format, bytes], KnownHeader] = ByteLRU(
             "read_headers", chosen["read_headers"]
         )

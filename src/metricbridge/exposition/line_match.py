@@ -21,10 +21,10 @@ the same values, and otherwise answers None for it to decide. The suite runs on 
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable
-from types import ModuleType
+
+from metricbridge.exposition.native import compiled
 
 # The compiled pass's value check, as a regex: digits with an optional fraction, or a fraction
 # alone, then an optional exponent; no sign, no Inf or NaN. Every such value has a canonical shape
@@ -47,17 +47,7 @@ Agreement = Callable[
 ]
 
 
-def _compiled() -> ModuleType | None:
-    if os.environ.get("METRICBRIDGE_PURE_PYTHON"):
-        return None
-    try:
-        from metricbridge.exposition import _linescan  # noqa: PLC0415 - optional, built or not
-    except ImportError:
-        return None
-    return _linescan
-
-
-_module = _compiled()
+_module = compiled("_linescan")
 COMPILED = _module is not None
 match_heads: Matcher | None = _module.match_heads if _module else None
 is_simple_value: Callable[[bytes], bool] | None = _module.is_simple_value if _module else None

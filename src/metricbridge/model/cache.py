@@ -18,7 +18,7 @@ Not thread-safe: one owner, one thread (the service's worker). Its figures (``by
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from typing import Generic, TypeVar
 
 K = TypeVar("K", bound=Hashable)
@@ -103,3 +103,18 @@ class ByteLRU(Generic[K, V]):
             f"ByteLRU({self.name!r}, {self.entries} entries, {self.bytes}/{self.budget} bytes, "
             f"{self.hits} hits, {self.misses} misses, {self.evictions} evictions)"
         )
+
+
+def chosen_budgets(
+    defaults: Mapping[str, int], overrides: Mapping[str, int] | None
+) -> dict[str, int]:
+    """``defaults`` with ``overrides`` applied by cache name (0 turns a cache off).
+
+    A name that is no cache's is refused, naming the ones there are.
+    """
+    chosen = dict(defaults)
+    for name, budget in (overrides or {}).items():
+        if name not in chosen:
+            raise ValueError(f"no cache named {name!r}; there are {', '.join(chosen)}")
+        chosen[name] = budget
+    return chosen

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 from typing import Any
 
-from metricbridge.model.cache import ByteLRU
+from metricbridge.model.cache import ByteLRU, chosen_budgets
 from metricbridge.model.family import MetricType
 from metricbridge.translation.plan import TranslationPlan
 from metricbridge.translation.relabel_cache import DEFAULT_BUDGET as RELABEL_BUDGET
@@ -44,11 +44,7 @@ class TranslationCaches:
     __slots__ = ("plans", "relabel", "served_names")
 
     def __init__(self, budgets: Mapping[str, int] | None = None) -> None:
-        chosen = dict(DEFAULT_BUDGETS)
-        for name, budget in (budgets or {}).items():
-            if name not in chosen:
-                raise ValueError(f"no cache named {name!r}; there are {', '.join(chosen)}")
-            chosen[name] = budget
+        chosen = chosen_budgets(DEFAULT_BUDGETS, budgets)
         self.plans: ByteLRU[tuple[str, ...], TranslationPlan] = ByteLRU(
             "translation_plans", chosen["translation_plans"]
         )
