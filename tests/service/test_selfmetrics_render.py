@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import math
 
 import pytest
 from hypothesis import given, settings
@@ -68,9 +69,14 @@ def test_families_kept_from_the_last_render_are_the_ones_that_did_not_change(fmt
     assert len(set(renders)) == 4  # every step changed a value, and the render shows it
 
 
-def _samples(families: list) -> list[tuple[str, tuple[tuple[str, str], ...], float]]:  # type: ignore[type-arg]
+def _samples(families: list) -> list[tuple[str, tuple[tuple[str, str], ...], float | str]]:  # type: ignore[type-arg]
+    """Each sample's name, sorted labels and value (NaN as "NaN", so that two compare equal)."""
     return [
-        (sample.name, tuple(sorted(sample.labels.items())), sample.value)
+        (
+            sample.name,
+            tuple(sorted(sample.labels.items())),
+            "NaN" if math.isnan(sample.value) else sample.value,
+        )
         for family in families
         for sample in family.samples
     ]
@@ -163,7 +169,7 @@ BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.
 OBSERVED = st.lists(
     st.tuples(
         st.sampled_from(["ok", "failed"]),
-        st.one_of(st.sampled_from([0.0, 0.001, 10.0, 11.0]), st.floats(0, 20)),
+        st.one_of(st.sampled_from([0.0, 0.001, 10.0, 11.0, math.nan]), st.floats(0, 20)),
     ),
     max_size=20,
 )

@@ -90,8 +90,12 @@ class _HistogramSeries:
         self.prefixes: dict[Format, tuple[list[str], str, str]] = {}
 
     def observe(self, bounds: tuple[float, ...], value: float) -> None:
-        """Count ``value`` in the first bucket whose bound is at least it, as prometheus_client."""
-        self.counts[bisect_left(bounds, value)] += 1
+        """Count ``value`` in the first bucket whose bound is at least it, as prometheus_client.
+
+        NaN is at most no bound: prometheus_client counts it in no bucket, and adds it to the sum.
+        """
+        if value == value:  # noqa: PLR0124 - False for NaN alone
+            self.counts[bisect_left(bounds, value)] += 1
         self.total += value
 
 
