@@ -353,11 +353,14 @@ async def test_a_family_within_the_sample_limit_is_served(aiohttp_server: Any) -
 
 
 @pytest.mark.slow
-async def test_sigterm_during_a_translation_exits_zero(aiohttp_server: Any) -> None:
+async def test_sigterm_during_a_translation_exits_zero(aiohttp_server: Any, slow: Slow) -> None:
     """SIGTERM while a translation of seconds runs with nobody waiting for it: the process says
     so and exits 0 within the grace period. Left to the interpreter's finalisation, a thread
-    stopped inside RE2's matcher ends in std::terminate (exit 134): often, not every time."""
-    upstream = FakeUpstream(body=payload(99_000))  # within the default limit of 100,000
+    stopped inside RE2's matcher ends in std::terminate (exit 134): often, not every time.
+
+    The payload is measured to take TRANSLATION_SECONDS on this machine (``slow``), and the
+    request gives up after a fraction of that, so that the signal lands while it runs."""
+    upstream = FakeUpstream(body=slow.payload)
     up = await aiohttp_server(upstream.app())
     port = free_port()
     process = await asyncio.create_subprocess_exec(
@@ -369,9 +372,11 @@ async def test_sigterm_during_a_translation_exits_zero(aiohttp_server: Any) -> N
         "--listen",
         f"127.0.0.1:{port}",
         "--no-server-info",
+        "--config",
+        str(slow.rules),
         stderr=asyncio.subprocess.PIPE,
     )
-    headers = {"X-Prometheus-Scrape-Timeout-Seconds": "1"}
+    headers = {"X-Prometheus-Scrape-Timeout-Seconds": "0.5"}
     async with aiohttp.ClientSession(base_url=f"http://127.0.0.1:{port}") as session:
         for _ in range(100):
             with contextlib.suppress(aiohttp.ClientConnectionError):
