@@ -200,3 +200,14 @@ def test_a_text_histogram_writes_what_prometheus_clients_histogram_does(
         registry.register(WithoutCreated(twin))
         written = selfmetrics.generate_families(registry, fmt, CodecCaches())
         assert mine.render_text(fmt, CodecCaches()).encode() == written
+
+
+def test_the_cache_figures_follow_the_caches_tracked() -> None:
+    """Other caches with the same figures: their names are served, not the text kept for others."""
+    metrics = SelfMetrics()
+    metrics.track_caches([ByteLRU("first", 4096)])
+    assert 'cache="first"' in metrics.render_settled(Format.TEXT).decode()
+    metrics.track_caches([ByteLRU("second", 4096)])
+    text = metrics.render_settled(Format.TEXT).decode()
+    assert 'cache="second"' in text
+    assert 'cache="first"' not in text

@@ -11,7 +11,7 @@ import math
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator
 from itertools import accumulate
-from typing import Any, ClassVar
+from typing import Any
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import (
@@ -203,6 +203,32 @@ class TextHistogram(Collector):
         return made
 
 
+# The cache families: (type, name, help, the cache figure each sample is).
+_CACHE_FAMILIES = (
+    (MetricType.GAUGE, "metricbridge_cache_entries", "Entries the cache holds.", "entries"),
+    (
+        MetricType.GAUGE,
+        "metricbridge_cache_bytes",
+        "Bytes the cache holds (estimated: lengths of keys and values, plus a per-entry overhead).",
+        "bytes",
+    ),
+    (
+        MetricType.GAUGE,
+        "metricbridge_cache_budget_bytes",
+        "The most bytes the cache holds; least recently used entries leave first.",
+        "budget",
+    ),
+    (MetricType.COUNTER, "metricbridge_cache_hits", "Lookups that found their entry.", "hits"),
+    (MetricType.COUNTER, "metricbridge_cache_misses", "Lookups that did not.", "misses"),
+    (
+        MetricType.COUNTER,
+        "metricbridge_cache_evictions",
+        "Entries dropped to make room for newer ones.",
+        "evictions",
+    ),
+)
+
+
 class CacheMetrics(Collector):
     """Each of the bridge's caches: what it holds, its budget, and how it has been used.
 
@@ -213,21 +239,13 @@ class CacheMetrics(Collector):
     """
 
     _FIGURES = ("entries", "bytes", "budget", "hits", "misses", "evictions")
-    _figure_of: ClassVar[dict[str, str]] = {
-        "metricbridge_cache_entries": "entries",
-        "metricbridge_cache_bytes": "bytes",
-        "metricbridge_cache_budget_bytes": "budget",
-        "metricbridge_cache_hits": "hits",
-        "metricbridge_cache_misses": "misses",
-        "metricbridge_cache_evictions": "evictions",
-    }
 
     def __init__(self) -> None:
         self.caches: tuple[ByteLRU[Any, Any], ...] = ()
         self._figures: tuple[tuple[str, dict[str, float]], ...] = ()
         self._texts: dict[Format, str] = {}
-        # Each family's values (cache by cache) and text as last written, per format.
-        self._written: dict[tuple[Format, str], tuple[tuple[float, ...], str]] = {}
+        # Each family's samples, (cache, value) by cache, and text as last written, per format.
+        self._written: dict[tuple[Format, str], tuple[tuple[tuple[str, float], ...], str]] = {}
 
     def settle(self) -> None:
         """Take the caches' figures as of now: what collect serves until the next call."""
@@ -242,74 +260,30 @@ class CacheMetrics(Collector):
 
         They change on every fetch (a cache's hits), so they are written on every fetch: from
         the figures, without the Metric objects and the samples' label dicts (a test holds the
-        two renders equal).
+        two renders equal). A family whose samples stand still (budgets, often entries and
+        bytes) keeps its text.
         """
         text = self._texts.get(fmt)
         if text is None:
             chunks: list[str] = []
-            for family in self._families(samples=False) if self._figures else ():
-                figure = self._figure_of[family.name]
-                values = tuple(values[figure] for _, values in self._figures)
-                key = (fmt, family.name)
-                last = self._written.get(key)
-                # Budgets, and often entries and bytes, stand still: their text is kept.
-                if last is None or last[0] != values:
-                    last = self._written[key] = (values, self._write(family, values, fmt, caches))
+            for mtype, name, documentation, figure in _CACHE_FAMILIES if self._figures else ():
+                samples = tuple((cache, values[figure]) for cache, values in self._figures)
+                last = self._written.get((fmt, name))
+                if last is None or last[0] != samples:
+                    written = _write_cache_family(mtype, name, documentation, samples, fmt, caches)
+                    last = self._written[(fmt, name)] = (samples, written)
                 chunks.append(last[1])
             text = self._texts[fmt] = "".join(chunks)
         return text
 
-    def _write(
-        self, family: Metric, values: tuple[float, ...], fmt: Format, caches: CodecCaches
-    ) -> str:
-        counter = family.type == "counter"
-        name = family.name + "_total" if counter else family.name
-        meta = FamilyMeta(
-            name, MetricType.COUNTER if counter else MetricType.GAUGE, family.documentation
-        )
-        chunks = [write_header(meta, fmt, caches=caches).decode()]
-        for (cache, _), value in zip(self._figures, values, strict=True):
-            labels = label_set((("cache", cache),), caches=caches)
-            chunks.append(f"{name}{labels} {format_value(value)}\n")
-        return "".join(chunks)
-
     def _families(self, *, samples: bool) -> Iterator[Metric]:
-        gauges = (
-            ("metricbridge_cache_entries", "Entries the cache holds.", "entries"),
-            (
-                "metricbridge_cache_bytes",
-                (
-                    "Bytes the cache holds (estimated: lengths of keys and values, plus a "
-                    "per-entry overhead)."
-                ),
-                "bytes",
-            ),
-            (
-                "metricbridge_cache_budget_bytes",
-                "The most bytes the cache holds; least recently used entries leave first.",
-                "budget",
-            ),
-        )
-        counters = (
-            ("metricbridge_cache_hits", "Lookups that found their entry.", "hits"),
-            ("metricbridge_cache_misses", "Lookups that did not.", "misses"),
-            (
-                "metricbridge_cache_evictions",
-                "Entries dropped to make room for newer ones.",
-                "evictions",
-            ),
-        )
         figures = self._figures if samples else ()
-        for name, documentation, figure in gauges:
-            gauge = GaugeMetricFamily(name, documentation, labels=["cache"])
+        for mtype, name, documentation, figure in _CACHE_FAMILIES:
+            kind = GaugeMetricFamily if mtype is MetricType.GAUGE else CounterMetricFamily
+            family = kind(name, documentation, labels=["cache"])
             for cache, values in figures:
-                gauge.add_metric([cache], values[figure])
-            yield gauge
-        for name, documentation, figure in counters:
-            counter = CounterMetricFamily(name, documentation, labels=["cache"])
-            for cache, values in figures:
-                counter.add_metric([cache], values[figure])
-            yield counter
+                family.add_metric([cache], values[figure])
+            yield family
 
     def collect(self) -> Iterator[Metric]:
         """Every cache's figures as last settled; no families while there are no caches."""
@@ -319,6 +293,23 @@ class CacheMetrics(Collector):
     def describe(self) -> Iterator[Metric]:
         """The families' names and types, so a restricted registry knows which names it serves."""
         yield from self._families(samples=False)
+
+
+def _write_cache_family(  # noqa: PLR0913, PLR0917 - a family's parts, written out
+    mtype: MetricType,
+    name: str,
+    documentation: str,
+    samples: tuple[tuple[str, float], ...],
+    fmt: Format,
+    caches: CodecCaches,
+) -> str:
+    # The model names a counter by its _total sample, as generate_families does.
+    named = name + "_total" if mtype is MetricType.COUNTER else name
+    chunks = [write_header(FamilyMeta(named, mtype, documentation), fmt, caches=caches).decode()]
+    for cache, value in samples:
+        labels = label_set((("cache", cache),), caches=caches)
+        chunks.append(f"{named}{labels} {format_value(value)}\n")
+    return "".join(chunks)
 
 
 def generate_families(
