@@ -107,6 +107,13 @@ def test_a_tracked_family_is_collected_again_only_once_it_changed() -> None:
     assert [labels for _, labels, _ in _samples(list(gauges.collect()))] == [(("a", "1"),)]
     gauge.labels("2").set(1)  # and back again
     assert ("g", (("a", "2"),), 1.0) in _samples(list(gauges.collect()))
+    gauge.remove("2")
+    gauge.labels(a="2")  # made again, named this time: a change all the same
+    assert ("g", (("a", "2"),), 0.0) in _samples(list(gauges.collect()))
+    gauge.remove("2")  # removed by position, after it was made by name
+    assert ("g", (("a", "2"),), 0.0) not in _samples(list(gauges.collect()))
+    gauge.labels(a="2")  # and made by name again
+    assert ("g", (("a", "2"),), 0.0) in _samples(list(gauges.collect()))
     gauge.clear()
     assert _samples(list(gauges.collect())) == []
     with pytest.raises(TypeError, match="set_function"):

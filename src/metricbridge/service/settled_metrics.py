@@ -44,7 +44,9 @@ class _Tracked:
         """The child for these label values; a new one is a change."""
         self._track()
         child = super().labels(*values, **named)  # type: ignore[misc]
-        key = values or tuple(sorted(named.items()))
+        key: tuple[object, ...] = tuple(map(str, values))
+        if named:
+            key = tuple(sorted((name, str(value)) for name, value in named.items()))
         if key not in self._seen:
             self._seen.add(key)
             self.changes[0] += 1
@@ -57,7 +59,9 @@ class _Tracked:
         """Drop a series: a change."""
         self._track()
         super().remove(*values)  # type: ignore[misc]
-        self._seen.discard(values)
+        # Forget every series seen, not just this one: the label values may have been given in
+        # another form (named, not strings), and a series made again must count as a change.
+        self._seen.clear()
         self.changes[0] += 1
 
     def clear(self) -> None:
@@ -88,7 +92,7 @@ class TrackedGauge(_Tracked, Gauge):
     def set(self, value: float) -> None:
         """Set the value; the one it holds already is no change."""
         self._track()
-        self._moved(changed=self._last != value)
+        self._moved(changed=self._last != value)  # NaN is never the value it holds
         self._last = value
         super().set(value)
 
