@@ -110,3 +110,14 @@ def test_the_service_render_is_every_collector_in_order(fmt: Format) -> None:
         "process_max_fds",
         "python_info",
     ]
+
+
+def test_without_a_clock_tick_figure_a_tick_is_a_hundredth(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_sysconf(name: str) -> int:
+        raise ValueError(name)
+
+    monkeypatch.setattr("os.sysconf", no_sysconf)
+    lines = "".join(RuntimeText(proc=str(made_up_proc(tmp_path))).process(Format.TEXT))
+    assert "process_cpu_seconds_total 18.009999999999998\n" in lines  # (1234 + 567) / 100

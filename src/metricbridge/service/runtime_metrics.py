@@ -111,6 +111,14 @@ def _boot_time(proc: str) -> float:
     return 0.0
 
 
+def _clock_ticks() -> float:
+    """Clock ticks per second, 100 where the system cannot say (as ``ProcessCollector``)."""
+    try:
+        return float(os.sysconf("SC_CLK_TCK"))
+    except (ValueError, TypeError, AttributeError, OSError):
+        return 100.0
+
+
 class RuntimeText:
     """The lines of ``process_*``, ``python_info`` and ``python_gc_*``, as the collectors'.
 
@@ -121,7 +129,7 @@ class RuntimeText:
         # Strings, joined once: these are read on every scrape.
         self._stat, self._limits, self._fd = (str(Path(proc, pid, part)) for part in _PER_PID)
         self._btime = _boot_time(proc)
-        self._ticks = float(os.sysconf("SC_CLK_TCK"))
+        self._ticks = _clock_ticks()
         self._pagesize = resource.getpagesize()
         self._gc = platform.python_implementation() == "CPython"  # as GCCollector collects
         self._headers: dict[Format, tuple[list[str], list[str], list[str]]] = {}
