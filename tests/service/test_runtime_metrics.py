@@ -62,7 +62,7 @@ def test_the_lines_are_the_collectors_lines(
     proc = made_up_proc(tmp_path, limits=limits)
     monkeypatch.setattr(gc, "get_stats", lambda: GC_STATS)
     text = RuntimeText(proc=str(proc))
-    ours = "".join(text.process(fmt) + text.collector(fmt)).encode()
+    ours = "".join(text.process(fmt) + text.garbage_collector(fmt)).encode()
     if case == "all":
         assert ours == collectors_render(proc, fmt)
         return
